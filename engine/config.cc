@@ -1,0 +1,92 @@
+#include "tagflow/engine/config.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <string_view>
+#include <thread>
+
+#include "tagflow/engine/error.h"
+
+namespace tagflow {
+
+namespace {
+
+const char* env(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : nullptr;
+}
+
+int env_int(const char* name, int fallback, int min, int max) {
+  const char* text = env(name);
+  if (text == nullptr) return fallback;
+  int value = 0;
+  std::string_view s(text);
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  TAGFLOW_CHECK(ec == std::errc{} && ptr == s.data() + s.size() && value >= min && value <= max,
+                "{}: expected an integer in [{}, {}], got \"{}\"", name, min, max, text);
+  return value;
+}
+
+bool env_bool(const char* name, bool fallback) {
+  const char* text = env(name);
+  if (text == nullptr) return fallback;
+  std::string_view s(text);
+  if (s == "1" || s == "true" || s == "on" || s == "yes") return true;
+  if (s == "0" || s == "false" || s == "off" || s == "no") return false;
+  detail::throw_error("{}: expected 1/0, true/false, on/off or yes/no, got \"{}\"", name, text);
+}
+
+}  // namespace
+
+const char* to_string(EngineKind kind) {
+  return kind == EngineKind::kNaive ? "naive" : "threaded";
+}
+
+EngineConfig EngineConfig::defaults() {
+  EngineConfig c;
+  c.cpu_workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return c;
+}
+
+EngineConfig EngineConfig::from_env() {
+  EngineConfig c = defaults();
+  if (const char* kind = env("TAGFLOW_ENGINE")) {
+    std::string_view k(kind);
+    if (k == "threaded") {
+      c.kind = EngineKind::kThreaded;
+    } else if (k == "naive") {
+      c.kind = EngineKind::kNaive;
+    } else {
+      detail::throw_error("TAGFLOW_ENGINE: expected \"threaded\" or \"naive\", got \"{}\"", kind);
+    }
+  }
+  c.cpu_workers = env_int("TAGFLOW_CPU_WORKERS", c.cpu_workers, 1, 1024);
+  c.sim_gpus = env_int("TAGFLOW_SIM_GPUS", c.sim_gpus, 0, 64);
+  c.worker_spin = env_int("TAGFLOW_WORKER_SPIN", c.worker_spin, 0, 100'000'000);
+  c.profiler = env_bool("TAGFLOW_PROFILER", c.profiler);
+  if (const char* level = env("TAGFLOW_LOG_LEVEL")) {
+    static constexpr std::string_view kLevels[] = {"trace", "debug", "info",    "warn",
+                                                   "error", "critical", "off"};
+    bool known = false;
+    for (auto l : kLevels) known = known || l == level;
+    TAGFLOW_CHECK(known,
+                  "TAGFLOW_LOG_LEVEL: expected trace, debug, info, warn, error, critical or "
+                  "off, got \"{}\"",
+                  level);
+    c.log_level = level;
+  }
+  return c;
+}
+
+std::vector<std::pair<std::string, std::string>> EngineConfig::describe() const {
+  return {
+      {"TAGFLOW_ENGINE", to_string(kind)},
+      {"TAGFLOW_CPU_WORKERS", std::to_string(cpu_workers)},
+      {"TAGFLOW_SIM_GPUS", std::to_string(sim_gpus)},
+      {"TAGFLOW_WORKER_SPIN", std::to_string(worker_spin)},
+      {"TAGFLOW_PROFILER", profiler ? "1" : "0"},
+      {"TAGFLOW_LOG_LEVEL", log_level},
+  };
+}
+
+}  // namespace tagflow

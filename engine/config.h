@@ -1,0 +1,41 @@
+#pragma once
+// EngineConfig: every tunable of the runtime, read once from the
+// environment, logged at start-up and listed by `tagflow info`.
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tagflow {
+
+/// Which engine implementation `make_engine` builds.
+enum class EngineKind { kThreaded, kNaive };
+
+struct EngineConfig {
+  /// TAGFLOW_ENGINE: "threaded" (default) or "naive" (runs every push
+  /// synchronously in the caller, for debugging).
+  EngineKind kind = EngineKind::kThreaded;
+  /// TAGFLOW_CPU_WORKERS: worker threads per `cpu(i)` device (default: cores).
+  int cpu_workers = 0;
+  /// TAGFLOW_SIM_GPUS: number of simulated GPUs (default 0: real GPUs only).
+  int sim_gpus = 0;
+  /// TAGFLOW_WORKER_SPIN: polls of an empty queue before a worker sleeps.
+  int worker_spin = 2000;
+  /// TAGFLOW_PROFILER: record every operation for the profiler.
+  bool profiler = false;
+  /// TAGFLOW_LOG_LEVEL: trace, debug, info, warn, error, critical or off.
+  std::string log_level = "warn";
+
+  /// Reads every TAGFLOW_* variable; a malformed value throws tagflow::Error
+  /// naming the variable, what it accepts and what it got.
+  static EngineConfig from_env();
+  /// The defaults for this machine, ignoring the environment.
+  static EngineConfig defaults();
+
+  /// (environment variable, effective value) pairs, in a stable order.
+  std::vector<std::pair<std::string, std::string>> describe() const;
+};
+
+const char* to_string(EngineKind kind);
+
+}  // namespace tagflow

@@ -1,0 +1,96 @@
+#pragma once
+// Engine: the asynchronous dependency engine every piece of work goes
+// through. Push operations tagged with the variables they read and write;
+// the engine runs each one on a worker of its device as soon as every
+// earlier conflicting operation has completed.
+//
+//   Engine& engine = Engine::get();
+//   VarHandle x = engine.new_var();
+//   engine.push({.name = "fill", .ctx = cpu(0), .writes = {x},
+//                .fn = [&](const RunContext&) { value = 42; }});
+//   engine.wait_to_read(x);   // value is 42 from here on
+//   engine.delete_var(x);
+//
+// Note [Errors on variables]
+// An operation that throws has its exception, wrapped in OperationError with
+// the operation's name and context, stored on every variable it writes.
+// Operations that read such a variable (including those listing it in both
+// `reads` and `writes`) are skipped and store the same error on what they
+// write, so the error reaches exactly the waits that depend on the failure.
+// `wait_to_read` / `wait_to_write` rethrow the variable's error;
+// `wait_for_all` rethrows the first error raised since the previous
+// `wait_for_all`. An operation that only writes a variable overwrites it:
+// when it succeeds, the variable's error is cleared.
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tagflow/engine/config.h"
+#include "tagflow/engine/context.h"
+#include "tagflow/engine/operation.h"
+#include "tagflow/engine/stream.h"
+
+namespace tagflow {
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  /// The process-wide engine, built on first use from EngineConfig::from_env().
+  static Engine& get();
+
+  /// A new variable, with no pending operation.
+  virtual VarHandle new_var() = 0;
+  /// Deletes `var` once every operation pushed on it so far has completed.
+  /// The handle must not be used after this call.
+  virtual void delete_var(VarHandle var) = 0;
+
+  /// Schedules `op`. Returns at once (the naive engine runs it first).
+  /// Safe to call from several threads, and from inside operations.
+  /// Throws tagflow::Error for an operation that cannot run (no closure, a
+  /// device that does not exist).
+  virtual void push(Operation op) = 0;
+
+  /// Blocks until every write pushed on `var` so far has completed; rethrows
+  /// the error stored on `var`, if any.
+  virtual void wait_to_read(VarHandle var) = 0;
+  /// Blocks until every read and write pushed on `var` so far has completed;
+  /// rethrows the error stored on `var`, if any.
+  virtual void wait_to_write(VarHandle var) = 0;
+  /// Blocks until every operation pushed so far has completed (and device
+  /// work has finished); rethrows the first error raised since the last call.
+  virtual void wait_for_all() = 0;
+
+  /// The configuration the engine was built with.
+  virtual const EngineConfig& config() const = 0;
+  /// GPUs this engine schedules on (real or simulated), in index order.
+  virtual const std::vector<detail::GpuInfo>& gpus() const = 0;
+  /// One line on where the GPUs come from, e.g. "no GPU: CUDA driver not found".
+  virtual std::string device_status() const = 0;
+  /// Number of GPUs (real or simulated).
+  int num_gpus() const { return static_cast<int>(gpus().size()); }
+
+ protected:
+  Engine() = default;
+};
+
+/// Builds an engine of the configured kind. Tests use this to run the same
+/// workload on several engines side by side.
+std::unique_ptr<Engine> make_engine(const EngineConfig& config);
+
+/// Number of GPUs of the process-wide engine (the tutorials' `num_gpus()`).
+int num_gpus();
+
+/// Facts about this build for `tagflow info`: CUDA on or off, and the
+/// versions of CUDA, cuBLAS, cuDNN, oneTBB and spdlog.
+std::vector<std::pair<std::string, std::string>> build_info();
+
+/// True when called from a thread running an engine operation (where
+/// waiting would deadlock).
+bool inside_engine_operation();
+
+}  // namespace tagflow

@@ -1,0 +1,78 @@
+#pragma once
+// The error types tagflow throws, and the one check helper used everywhere.
+
+#include <exception>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "tagflow/engine/context.h"
+
+namespace tagflow {
+
+/// Base of every error tagflow throws on bad input or misuse.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// An operation failed while running on the engine. Stored on every
+/// variable the operation writes and rethrown by the waits that depend on it.
+class OperationError : public Error {
+ public:
+  OperationError(std::string op_name, Context ctx, std::exception_ptr cause);
+
+  /// Name the failed operation was pushed with.
+  const std::string& op_name() const { return op_name_; }
+  /// Context it ran on.
+  Context context() const { return ctx_; }
+  /// The exception the operation threw, for callers that want its type.
+  std::exception_ptr cause() const { return cause_; }
+
+ private:
+  std::string op_name_;
+  Context ctx_;
+  std::exception_ptr cause_;
+};
+
+/// A wait was issued from inside an engine operation, where it would deadlock.
+class WaitInsideOperationError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A device that does not exist was named (e.g. `gpu(10)` with two GPUs).
+class DeviceError : public Error {
+ public:
+  using Error::Error;
+};
+
+namespace detail {
+template <typename E = Error, typename... Args>
+[[noreturn]] void throw_error(fmt::format_string<Args...> format, Args&&... args) {
+  throw E(fmt::format(format, std::forward<Args>(args)...));
+}
+/// Text of the exception held by `e`, or a placeholder for non-std ones.
+std::string describe(const std::exception_ptr& e);
+}  // namespace detail
+
+}  // namespace tagflow
+
+/// Throws `tagflow::Error` with a formatted message when `cond` is false.
+/// The message names the operation, what was expected and what came:
+///
+///   TAGFLOW_CHECK(n > 0, "push: expected at least one variable, got {}", n);
+#define TAGFLOW_CHECK(cond, ...)                           \
+  do {                                                     \
+    if (!(cond)) [[unlikely]]                              \
+      ::tagflow::detail::throw_error<::tagflow::Error>(__VA_ARGS__); \
+  } while (false)
+
+/// Same as TAGFLOW_CHECK with a specific error type.
+#define TAGFLOW_CHECK_AS(ErrorType, cond, ...)             \
+  do {                                                     \
+    if (!(cond)) [[unlikely]]                              \
+      ::tagflow::detail::throw_error<ErrorType>(__VA_ARGS__); \
+  } while (false)

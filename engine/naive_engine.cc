@@ -1,0 +1,117 @@
+#include "tagflow/engine/naive_engine.h"
+
+#include <spdlog/spdlog.h>
+
+#include "tagflow/engine/error.h"
+#include "tagflow/engine/worker_pool.h"
+
+namespace tagflow::detail {
+
+NaiveEngine::NaiveEngine(const EngineConfig& config)
+    : config_(config), backend_(make_device_backend(config)) {}
+
+NaiveEngine::~NaiveEngine() {
+  if (first_error_) {
+    spdlog::warn("engine shut down with an operation error never waited for: {}",
+                 describe(first_error_));
+  }
+}
+
+VarHandle NaiveEngine::new_var() { return new VarBlock; }
+
+void NaiveEngine::delete_var(VarHandle var) {
+  TAGFLOW_CHECK(var != nullptr, "delete_var: expected a variable, got null");
+  delete var;
+}
+
+Stream* NaiveEngine::stream_for(Context ctx, QueueKind queue) {
+  if (!ctx.is_gpu()) {
+    TAGFLOW_CHECK_AS(DeviceError, ctx.index >= 0, "push: {} is not a valid device", ctx.str());
+    return nullptr;
+  }
+  const int n = num_gpus();
+  if (ctx.index < 0 || ctx.index >= n) {
+    throw_error<DeviceError>(
+        "push: operation targets {} but {}", ctx.str(),
+        n == 0 ? std::string("there is no GPU (") + backend_->status() + ")"
+               : fmt::format("only {} GPU(s) exist: gpu(0)..gpu({})", n, n - 1));
+  }
+  auto& stream = streams_[{ctx.index, queue}];
+  if (!stream) stream = backend_->make_stream(ctx, queue);
+  return stream.get();
+}
+
+void NaiveEngine::push(Operation op) {
+  TAGFLOW_CHECK(static_cast<bool>(op.fn), "push: operation '{}' has no closure", op.name);
+  std::lock_guard lock(mutex_);
+  Stream* stream = stream_for(op.ctx, op.queue);
+  OpBlock block;
+  block.name = op.name;
+  block.ctx = op.ctx;
+  block.engine = this;
+  block.set_deps(op.reads, op.writes);
+  block.fn = std::move(op.fn);
+  for (const Dep& d : block.deps) {
+    if (reads_value(d.access) && d.var->error) {
+      block.error = d.var->error;  // inherited: skipped
+      break;
+    }
+  }
+  if (!block.error) {
+    WorkerIdentity& me = this_worker();
+    const char* outer = std::exchange(me.running, block.name);
+    RunContext rc{block.ctx, stream, 0};
+    try {
+      if (!block.fn.is_async()) {
+        block.fn.body()(rc, nullptr);
+      } else {
+        WaitSignal finished;
+        block.signal = &finished;
+        std::exception_ptr launch_error;
+        {
+          Completion completion = OpBlock::make_completion(&block);
+          try {
+            block.fn.body()(rc, &completion);
+          } catch (...) {
+            launch_error = std::current_exception();
+          }
+        }  // a Completion the closure did not take is dropped here: fails the op
+        me.running = outer;  // the wait below is ours, not the operation's
+        finished.wait();
+        if (launch_error) std::rethrow_exception(launch_error);
+        if (finished.error) std::rethrow_exception(finished.error);
+      }
+      if (stream != nullptr) stream->synchronize(stream->record());
+    } catch (...) {
+      block.error = block.wrap(std::current_exception());
+    }
+    me.running = outer;
+  }
+  if (block.error && !first_error_) first_error_ = block.error;
+  for (const Dep& d : block.deps) {
+    if (is_write(d.access)) d.var->error = block.error;
+  }
+}
+
+void NaiveEngine::complete_async(OpBlock* op, std::exception_ptr error) {
+  op->signal->notify(std::move(error));
+}
+
+void NaiveEngine::rethrow_error_of(VarHandle var, const char* what) {
+  check_not_inside_operation(what);
+  TAGFLOW_CHECK(var != nullptr, "{}: expected a variable, got null", what);
+  std::lock_guard lock(mutex_);
+  if (var->error) std::rethrow_exception(var->error);
+}
+
+void NaiveEngine::wait_to_read(VarHandle var) { rethrow_error_of(var, "wait_to_read"); }
+
+void NaiveEngine::wait_to_write(VarHandle var) { rethrow_error_of(var, "wait_to_write"); }
+
+void NaiveEngine::wait_for_all() {
+  check_not_inside_operation("wait_for_all");
+  std::lock_guard lock(mutex_);
+  if (auto error = std::exchange(first_error_, nullptr)) std::rethrow_exception(error);
+}
+
+}  // namespace tagflow::detail

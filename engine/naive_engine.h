@@ -1,0 +1,45 @@
+#pragma once
+// NaiveEngine: runs every operation synchronously in the pushing thread,
+// device work included (each GPU operation synchronises its stream). For
+// debugging: a failure then points at the push that caused it. Same
+// semantics as the threaded engine, errors on variables included.
+// Internal to engine/; reach it through make_engine() with TAGFLOW_ENGINE=naive.
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "tagflow/engine/device_backend.h"
+#include "tagflow/engine/engine.h"
+#include "tagflow/engine/op_block.h"
+
+namespace tagflow::detail {
+
+class NaiveEngine final : public Engine, public EngineCore {
+ public:
+  explicit NaiveEngine(const EngineConfig& config);
+  ~NaiveEngine() override;
+
+  VarHandle new_var() override;
+  void delete_var(VarHandle var) override;
+  void push(Operation op) override;
+  void wait_to_read(VarHandle var) override;
+  void wait_to_write(VarHandle var) override;
+  void wait_for_all() override;
+  const EngineConfig& config() const override { return config_; }
+  const std::vector<GpuInfo>& gpus() const override { return backend_->devices(); }
+  std::string device_status() const override { return backend_->status(); }
+  void complete_async(OpBlock* op, std::exception_ptr error) override;
+
+ private:
+  Stream* stream_for(Context ctx, QueueKind queue);
+  void rethrow_error_of(VarHandle var, const char* what);
+
+  EngineConfig config_;
+  std::unique_ptr<DeviceBackend> backend_;
+  std::recursive_mutex mutex_;  // one operation at a time; closures may push
+  std::map<std::pair<int, QueueKind>, std::unique_ptr<Stream>> streams_;
+  std::exception_ptr first_error_;
+};
+
+}  // namespace tagflow::detail

@@ -1,0 +1,52 @@
+#include "tagflow/engine/object_pool.h"
+
+#include <cstdlib>
+
+namespace tagflow::detail {
+
+namespace {
+constexpr std::size_t kSlotsPerChunk = 256;
+}
+
+ObjectPoolCache* ObjectPoolRegistry::adopt() {
+  std::lock_guard lock(mutex_);
+  if (!idle_.empty()) {
+    ObjectPoolCache* cache = idle_.back();
+    idle_.pop_back();
+    return cache;
+  }
+  auto* cache = new ObjectPoolCache(this);
+  all_.push_back(cache);
+  return cache;
+}
+
+void ObjectPoolRegistry::release(ObjectPoolCache* cache) {
+  std::lock_guard lock(mutex_);
+  idle_.push_back(cache);
+}
+
+void* ObjectPoolRegistry::new_chunk(std::size_t bytes) {
+  void* chunk = ::operator new(bytes, std::align_val_t{64});
+  std::lock_guard lock(mutex_);
+  chunks_.push_back(chunk);
+  return chunk;
+}
+
+PoolSlotHeader* ObjectPoolCache::refill() {
+  PoolSlotHeader* taken = remote_.exchange(nullptr, std::memory_order_acquire);
+  if (taken != nullptr) return taken;
+  // A fresh chunk: header and object rounded up to whole cache lines.
+  const std::size_t stride =
+      (sizeof(PoolSlotHeader) + registry_->block_size() + 63) / 64 * 64;
+  auto* bytes = static_cast<unsigned char*>(registry_->new_chunk(stride * kSlotsPerChunk));
+  PoolSlotHeader* head = nullptr;
+  for (std::size_t i = kSlotsPerChunk; i-- > 0;) {
+    auto* slot = reinterpret_cast<PoolSlotHeader*>(bytes + i * stride);
+    slot->owner = this;
+    slot->next = head;
+    head = slot;
+  }
+  return head;
+}
+
+}  // namespace tagflow::detail

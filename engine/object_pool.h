@@ -1,0 +1,114 @@
+#pragma once
+// ObjectPool: fixed-size blocks recycled per thread, for the engine's
+// operation and variable records. Allocation pops a thread-local list; a
+// block freed by another thread goes back to its owner's lock-free return
+// list, which the owner takes whole when its own list runs dry.
+//
+// Note [Operation memory]
+// Operations are allocated by the pushing thread and freed by whichever
+// worker completes them. A general-purpose allocator's per-thread caches
+// then drain on one side and overflow on the other; returning each block to
+// the cache that made it keeps steady-state pushing free of malloc and of
+// contended locks. Caches are never destroyed: a thread that exits hands its
+// cache to the next thread that starts, so a late remote free always has a
+// live destination. Memory is kept at its peak, like every caching pool.
+
+#include <atomic>
+#include <cstddef>
+#include <mutex>
+#include <new>
+#include <vector>
+
+namespace tagflow::detail {
+
+class ObjectPoolCache;
+
+/// Registry of every cache and chunk for one block size (never freed).
+class ObjectPoolRegistry {
+ public:
+  explicit ObjectPoolRegistry(std::size_t block_size) : block_size_(block_size) {}
+  std::size_t block_size() const { return block_size_; }
+  ObjectPoolCache* adopt();
+  void release(ObjectPoolCache* cache);
+  void* new_chunk(std::size_t bytes);
+
+ private:
+  std::size_t block_size_;
+  std::mutex mutex_;
+  std::vector<ObjectPoolCache*> idle_;
+  std::vector<ObjectPoolCache*> all_;
+  std::vector<void*> chunks_;
+};
+
+/// A slot: the owning cache, then the object's bytes.
+struct alignas(64) PoolSlotHeader {
+  ObjectPoolCache* owner;
+  PoolSlotHeader* next;
+};
+
+class alignas(64) ObjectPoolCache {
+ public:
+  explicit ObjectPoolCache(ObjectPoolRegistry* registry) : registry_(registry) {}
+
+  void* allocate() {
+    PoolSlotHeader* slot = local_;
+    if (slot == nullptr) [[unlikely]] slot = refill();
+    local_ = slot->next;
+    return slot + 1;
+  }
+
+  static void deallocate(void* p) noexcept {
+    PoolSlotHeader* slot = static_cast<PoolSlotHeader*>(p) - 1;
+    slot->owner->give_back(slot);
+  }
+
+ private:
+  void give_back(PoolSlotHeader* slot) noexcept {
+    PoolSlotHeader* head = remote_.load(std::memory_order_relaxed);
+    do {
+      slot->next = head;
+    } while (!remote_.compare_exchange_weak(head, slot, std::memory_order_release,
+                                            std::memory_order_relaxed));
+  }
+
+  PoolSlotHeader* refill();
+
+  ObjectPoolRegistry* registry_;
+  PoolSlotHeader* local_ = nullptr;                      // owner thread only
+  alignas(64) std::atomic<PoolSlotHeader*> remote_{nullptr};  // any thread pushes
+};
+
+/// Thread-local handle to a cache of the registry for `Size`-byte objects.
+template <std::size_t Size>
+class ObjectPool {
+ public:
+  static void* allocate() { return local().allocate(); }
+  static void deallocate(void* p) noexcept { ObjectPoolCache::deallocate(p); }
+
+ private:
+  static ObjectPoolRegistry& registry() {
+    // Leaked on purpose: blocks may be freed during static destruction.
+    static ObjectPoolRegistry* registry = new ObjectPoolRegistry(Size);
+    return *registry;
+  }
+  struct Holder {
+    ObjectPoolCache* cache = registry().adopt();
+    ~Holder() { registry().release(cache); }
+  };
+  static ObjectPoolCache& local() {
+    thread_local Holder holder;
+    return *holder.cache;
+  }
+};
+
+/// Base for types allocated from their own ObjectPool with plain new/delete.
+template <typename T>
+struct Pooled {
+  static void* operator new(std::size_t size) {
+    (void)size;
+    return ObjectPool<sizeof(T)>::allocate();
+  }
+  static void operator delete(void* p) noexcept { ObjectPool<sizeof(T)>::deallocate(p); }
+};
+
+}  // namespace tagflow::detail

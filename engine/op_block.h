@@ -1,0 +1,94 @@
+#pragma once
+// OpBlock: an operation as the engine keeps it between push and completion.
+// Internal to engine/.
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <cstdint>
+#include <exception>
+
+#include "tagflow/engine/object_pool.h"
+#include "tagflow/engine/operation.h"
+#include "tagflow/engine/var_block.h"
+
+namespace tagflow::detail {
+
+class WorkerPool;
+class EngineCore;
+
+/// What the engine does with an operation once it may run.
+enum class OpKind : std::uint8_t {
+  kUser,    ///< run its closure on a worker of its device
+  kWait,    ///< wake a host thread blocked in wait_to_read / wait_to_write
+  kDelete,  ///< free its (only) variable
+};
+
+/// A blocked host thread's rendezvous with a kWait operation. Notified
+/// under its mutex, so the waiter may destroy it as soon as it wakes.
+struct WaitSignal {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool done = false;
+  std::exception_ptr error;
+
+  void notify(std::exception_ptr e) {
+    std::lock_guard lock(mutex);
+    error = std::move(e);
+    done = true;
+    cv.notify_one();
+  }
+  void wait() {
+    std::unique_lock lock(mutex);
+    cv.wait(lock, [&] { return done; });
+  }
+};
+
+struct OpBlock : Pooled<OpBlock> {
+  OpFunction fn;
+  const char* name = "op";
+  Context ctx;
+  int priority = 0;
+  OpKind kind = OpKind::kUser;
+  QueueKind queue = QueueKind::kCompute;
+  /// Claims not yet granted (+1 while being pushed); then, for a host
+  /// operation, device fences not yet finished.
+  std::atomic<std::int32_t> pending{0};
+  SmallVector<Dep, 4> deps;
+  /// Where it runs (threaded engine).
+  WorkerPool* pool = nullptr;
+  EngineCore* engine = nullptr;
+  /// Ready-queue link and FIFO order among equal priorities.
+  OpBlock* next = nullptr;
+  std::uint64_t order = 0;
+  /// Failure of this operation, or the error it inherited (then it is skipped).
+  std::exception_ptr error;
+  /// What its closure threw, and what its Completion reported (async).
+  std::exception_ptr launch_error;
+  std::exception_ptr async_error;
+  /// Device fences this operation's stream must wait on before its work.
+  SmallVector<Fence, 2> stream_waits;
+  /// The end of this operation's device work (GPU operations).
+  Fence fence;
+  WaitSignal* signal = nullptr;
+
+  /// Fills `deps` from the operation's lists: duplicates merged, a variable
+  /// in both lists becomes kReadWrite, sorted by address for locking.
+  void set_deps(const VarList& reads, const VarList& writes);
+  /// Wraps an exception thrown by this operation into an OperationError
+  /// naming it (errors it inherited are passed on unchanged).
+  std::exception_ptr wrap(std::exception_ptr cause) const;
+  /// Completion handed to an asynchronous closure.
+  static Completion make_completion(OpBlock* op) { return Completion(op); }
+};
+
+/// Called by Completion::done / fail (implemented by each engine).
+class EngineCore {
+ public:
+  virtual void complete_async(OpBlock* op, std::exception_ptr error) = 0;
+
+ protected:
+  ~EngineCore() = default;
+};
+
+}  // namespace tagflow::detail

@@ -1,0 +1,130 @@
+#pragma once
+// Operation: what is pushed onto the engine. A closure, the context it runs
+// on, the variables it reads and writes, and scheduling hints.
+
+#include <cstdint>
+#include <exception>
+#include <type_traits>
+#include <utility>
+
+#include "tagflow/engine/context.h"
+#include "tagflow/engine/inline_function.h"
+#include "tagflow/engine/small_vector.h"
+
+namespace tagflow {
+
+namespace detail {
+struct VarBlock;
+struct OpBlock;
+class Stream;
+}  // namespace detail
+
+/// Opaque handle to an engine variable (a dependency tag).
+using VarHandle = detail::VarBlock*;
+
+/// The variables an operation reads or writes. Up to four inline.
+using VarList = detail::SmallVector<VarHandle, 4>;
+
+/// Which of a device's queues runs an operation. A hint for GPUs (compute
+/// stream or copy stream); CPU devices have one pool and ignore it.
+enum class QueueKind : std::uint8_t { kCompute = 0, kCopy = 1 };
+
+/// What a running operation knows about where it runs.
+struct RunContext {
+  Context ctx;
+  /// The device stream the operation's work is enqueued on (GPUs, real or
+  /// simulated); null on CPU devices.
+  detail::Stream* stream = nullptr;
+  /// Index of the worker within its device pool.
+  int worker = 0;
+};
+
+/// Handed to an asynchronous operation; call `done()` (or `fail(error)`)
+/// exactly once, from any thread, when the work has finished. Dropping it
+/// without calling either fails the operation rather than hang its waiters.
+class Completion {
+ public:
+  Completion() = default;
+  Completion(Completion&& other) noexcept : op_(std::exchange(other.op_, nullptr)) {}
+  Completion& operator=(Completion&& other) noexcept;
+  Completion(const Completion&) = delete;
+  Completion& operator=(const Completion&) = delete;
+  ~Completion();
+
+  /// Marks the operation finished successfully.
+  void done();
+  /// Marks it failed; the error is stored on every variable it writes.
+  void fail(std::exception_ptr error);
+  /// True until done() or fail() has been called.
+  bool pending() const { return op_ != nullptr; }
+
+ private:
+  friend struct detail::OpBlock;
+  explicit Completion(detail::OpBlock* op) : op_(op) {}
+  detail::OpBlock* op_ = nullptr;
+};
+
+/// The closure of an operation. Built from either
+///  - `void(const RunContext&)`: synchronous, finished when it returns; or
+///  - `void(const RunContext&, Completion)`: asynchronous, finished when the
+///    Completion is called.
+class OpFunction {
+ public:
+  using Body = detail::InlineFunction<void(const RunContext&, Completion*), 64>;
+
+  OpFunction() = default;
+
+  template <typename F, typename D = std::decay_t<F>,
+            typename = std::enable_if_t<!std::is_same_v<D, OpFunction>>>
+  OpFunction(F&& f) {  // NOLINT: implicit, so `.fn = [](auto&){...}` reads well
+    if constexpr (std::is_invocable_v<D&, const RunContext&, Completion>) {
+      async_ = true;
+      body_ = [g = std::forward<F>(f)](const RunContext& rc, Completion* c) mutable {
+        g(rc, std::move(*c));
+      };
+    } else {
+      static_assert(std::is_invocable_v<D&, const RunContext&>,
+                    "an operation's closure takes (const RunContext&) or "
+                    "(const RunContext&, Completion)");
+      body_ = [g = std::forward<F>(f)](const RunContext& rc, Completion*) mutable { g(rc); };
+    }
+  }
+
+  bool is_async() const { return async_; }
+  explicit operator bool() const { return static_cast<bool>(body_); }
+  Body& body() { return body_; }
+
+ private:
+  Body body_;
+  bool async_ = false;
+};
+
+/// An operation to push. Fields read like a sentence:
+///
+///   engine.push({.name = "add", .ctx = cpu(0),
+///                .reads = {a, b}, .writes = {c},
+///                .fn = [=](const RunContext&) { c_data[0] = a_data[0] + b_data[0]; }});
+///
+/// A variable listed twice counts once; one listed in both `reads` and
+/// `writes` is scheduled as a write and, for error propagation, as a read
+/// (the operation is skipped if it carries an error, see Note [Errors on
+/// variables] in engine.h). A variable listed only in `writes` is treated as
+/// overwritten: a successful write clears an error stored on it.
+struct Operation {
+  /// Shown in errors and traces. Must outlive the operation: a string
+  /// literal, or a name from `intern_name()`.
+  const char* name = "op";
+  Context ctx = cpu(0);
+  VarList reads;
+  VarList writes;
+  OpFunction fn;
+  /// Higher runs first among the ready operations of a device.
+  int priority = 0;
+  QueueKind queue = QueueKind::kCompute;
+};
+
+/// Returns a copy of `name` that lives as long as the process, for
+/// operation names built at run time.
+const char* intern_name(std::string_view name);
+
+}  // namespace tagflow

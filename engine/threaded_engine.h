@@ -1,0 +1,99 @@
+#pragma once
+// ThreadedEngine: the default engine. Dependencies per variable, one worker
+// pool per device queue, completion on GPUs tracked by stream fences.
+// Internal to engine/; reach it through make_engine().
+//
+// Note [Completion on device queues]
+// A GPU operation's closure only enqueues work on its stream. When it
+// returns, the engine records a fence (a CUDA event, or a counter on a
+// simulated stream) and releases the operation's variables at once: this is
+// the *launched* moment. The fence is stored on the variables (the last
+// writer's, and the readers' since, one per stream). When a later operation
+// is granted its variables, the fences still pending decide how it starts:
+//  - on the same stream: nothing, stream order protects it;
+//  - on another stream or GPU: its worker enqueues a device-side wait on the
+//    fence before its work (Stream::wait), the host does not block;
+//  - on the host (a CPU operation, a wait, a variable deletion): it is held
+//    back until the fence has *finished*, through Stream::when_finished, so
+//    no worker thread blocks on a device.
+// wait_for_all() additionally synchronises every stream. Simulated and real
+// GPUs share this logic; only the Stream implementation differs.
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "tagflow/engine/device_backend.h"
+#include "tagflow/engine/engine.h"
+#include "tagflow/engine/op_block.h"
+#include "tagflow/engine/worker_pool.h"
+
+namespace tagflow::detail {
+
+class ThreadedEngine final : public Engine, public EngineCore {
+ public:
+  explicit ThreadedEngine(const EngineConfig& config);
+  ~ThreadedEngine() override;
+
+  VarHandle new_var() override;
+  void delete_var(VarHandle var) override;
+  void push(Operation op) override;
+  void wait_to_read(VarHandle var) override;
+  void wait_to_write(VarHandle var) override;
+  void wait_for_all() override;
+  const EngineConfig& config() const override { return config_; }
+  const std::vector<GpuInfo>& gpus() const override { return backend_->devices(); }
+  std::string device_status() const override { return backend_->status(); }
+
+  /// Runs `op` on worker `index` of `pool`; returns a follower to run next
+  /// on the same worker, if one became ready.
+  OpBlock* execute(OpBlock* op, WorkerPool& pool, int index);
+  /// A worker found its queue empty: wake wait_for_all() if it waits.
+  void notify_idle();
+  void complete_async(OpBlock* op, std::exception_ptr error) override;
+
+ private:
+  /// Operations made ready while completing one: at most one is kept to run
+  /// inline on the completing worker, the others go to their queues.
+  struct Followers {
+    WorkerPool* current = nullptr;
+    OpBlock* inline_next = nullptr;
+  };
+
+  static constexpr int kMaxCpuDevices = 64;
+  static constexpr int kMaxGpus = 64;
+  static constexpr int kMaxPools = kMaxCpuDevices + 2 * kMaxGpus;
+
+  WorkerPool* pool_for(const char* op_name, Context ctx, QueueKind queue);
+  WorkerPool* create_pool(int slot, Context ctx, QueueKind queue);
+  void submit(OpBlock* op);
+  bool append(Dep& dep);
+  void release(Dep& dep, SmallVector<OpBlock*, 8>& granted);
+  void on_ready(OpBlock* op, Followers* followers);
+  void run_or_enqueue(OpBlock* op, Followers* followers);
+  void finish_host_op(OpBlock* op, Followers* followers);
+  void finish(OpBlock* op, Followers* followers);
+  void complete(OpBlock* op, Followers* followers);
+  void count_completion();
+  void record_error(const std::exception_ptr& error);
+  void wait_on(VarHandle var, Access access, const char* what);
+  void drain();
+
+  EngineConfig config_;
+  std::unique_ptr<DeviceBackend> backend_;
+  std::array<std::atomic<WorkerPool*>, kMaxPools> pools_{};
+  std::mutex pools_mutex_;
+  std::vector<std::unique_ptr<WorkerPool>> owned_pools_;
+
+  alignas(64) std::atomic<std::uint64_t> pushed_{0};
+  alignas(64) std::atomic<std::uint64_t> external_completed_{0};
+  alignas(64) std::atomic<std::uint32_t> all_waiters_{0};
+  std::atomic<std::uint32_t> all_epoch_{0};
+  std::atomic<bool> has_error_{false};
+  std::mutex error_mutex_;
+  std::exception_ptr first_error_;
+};
+
+}  // namespace tagflow::detail

@@ -1,0 +1,104 @@
+#pragma once
+// WorkerPool: the threads of one device queue and their ready queue. A CPU
+// device has one pool of N workers; a GPU has a compute pool and a copy pool
+// of one worker each, each owning a stream. Internal to engine/.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "tagflow/engine/context.h"
+#include "tagflow/engine/op_block.h"
+#include "tagflow/engine/spin_lock.h"
+#include "tagflow/engine/stream.h"
+
+namespace tagflow::detail {
+
+class ThreadedEngine;
+
+/// Ready operations of one pool: FIFO for priority 0, a heap for the rest;
+/// higher priority first, push order among equals.
+class ReadyQueue {
+ public:
+  void push(OpBlock* op);
+  OpBlock* pop();
+  /// A racy size, for spinning workers.
+  std::uint32_t size() const { return size_.load(std::memory_order_relaxed); }
+  /// True when an operation of priority above `priority` is waiting.
+  bool has_priority_above(int priority) const {
+    return priority <= 0 ? prioritized_.load(std::memory_order_relaxed) > 0
+                         : has_priority_above_slow(priority);
+  }
+
+ private:
+  bool has_priority_above_slow(int priority) const;
+
+  mutable SpinLock lock_;
+  OpBlock* fifo_head_ = nullptr;
+  OpBlock* fifo_tail_ = nullptr;
+  std::vector<OpBlock*> heap_;
+  std::uint64_t next_order_ = 0;
+  std::atomic<std::uint32_t> size_{0};
+  std::atomic<std::uint32_t> prioritized_{0};  ///< heap entries with priority > 0
+};
+
+/// Identifies the pool and worker the current thread belongs to, if any.
+struct WorkerIdentity {
+  WorkerPool* pool = nullptr;
+  int index = 0;
+  const char* running = nullptr;  ///< name of the operation being run
+};
+WorkerIdentity& this_worker();
+/// Throws WaitInsideOperationError when the calling thread runs an operation.
+void check_not_inside_operation(const char* what);
+
+class WorkerPool {
+ public:
+  WorkerPool(ThreadedEngine& engine, Context ctx, QueueKind kind, int num_workers,
+             std::unique_ptr<Stream> stream, int spin);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  /// Hands a ready operation to the pool; wakes a sleeping worker.
+  void enqueue(OpBlock* op);
+  /// Stops the workers once their queue is empty and joins them.
+  void stop();
+
+  ThreadedEngine* engine() const { return &engine_; }
+  Context context() const { return ctx_; }
+  QueueKind kind() const { return kind_; }
+  Stream* stream() const { return stream_.get(); }
+  int num_workers() const { return static_cast<int>(threads_.size()); }
+  ReadyQueue& queue() { return queue_; }
+  /// Operations completed by this pool's workers (summed by wait_for_all).
+  std::uint64_t completed() const;
+  /// Counts one completion made by worker `index` of this pool.
+  void count_completion(int index) {
+    auto& c = counters_[static_cast<std::size_t>(index)].completed;
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  }
+
+ private:
+  void run(int index);
+  OpBlock* next_op(int index);
+
+  ThreadedEngine& engine_;
+  Context ctx_;
+  QueueKind kind_;
+  std::unique_ptr<Stream> stream_;
+  int spin_;
+  ReadyQueue queue_;
+  struct alignas(64) Counter {
+    std::atomic<std::uint64_t> completed{0};
+  };
+  std::unique_ptr<Counter[]> counters_;
+  alignas(64) std::atomic<std::uint32_t> sleepers_{0};
+  std::atomic<std::uint32_t> wake_epoch_{0};
+  std::atomic<bool> stopping_{false};
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace tagflow::detail

@@ -1,0 +1,8 @@
+#pragma once
+// The one header an embedding program includes.
+
+#include "tagflow/engine/config.h"
+#include "tagflow/engine/context.h"
+#include "tagflow/engine/engine.h"
+#include "tagflow/engine/error.h"
+#include "tagflow/engine/operation.h"

@@ -1,0 +1,41 @@
+#include "tools/info.h"
+
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "tagflow/tagflow.h"
+
+namespace tagflow::tools {
+
+int run_info() {
+  Engine& engine = Engine::get();
+  const EngineConfig& config = engine.config();
+
+  fmt::print("Devices\n");
+  fmt::print("  CPU cores            {}\n", std::thread::hardware_concurrency());
+  fmt::print("  cpu(i) devices       started on first use, {} worker thread(s) each\n",
+             config.cpu_workers);
+  if (engine.num_gpus() == 0) {
+    fmt::print("  GPUs                 {}\n", engine.device_status());
+  } else {
+    fmt::print("  GPUs                 {}\n", engine.device_status());
+    for (const auto& gpu : engine.gpus()) {
+      if (gpu.simulated) {
+        fmt::print("  gpu({})               simulated (host memory, host threads as streams)\n",
+                   gpu.index);
+      } else {
+        fmt::print("  gpu({})               {}, {:.1f} GiB, compute capability {}.{}\n", gpu.index,
+                   gpu.name, static_cast<double>(gpu.total_memory) / (1u << 30),
+                   gpu.compute_major, gpu.compute_minor);
+      }
+    }
+  }
+  fmt::print("\nConfiguration (environment)\n");
+  for (const auto& [name, value] : config.describe()) fmt::print("  {:<20} {}\n", name, value);
+  fmt::print("\nBuild\n");
+  for (const auto& [name, value] : build_info()) fmt::print("  {:<20} {}\n", name, value);
+  return 0;
+}
+
+}  // namespace tagflow::tools
