@@ -6,6 +6,9 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 foreach(folder engine storage ops nn)
+  if(NOT IS_DIRECTORY ${CMAKE_SOURCE_DIR}/${folder})
+    continue()
+  endif()
   install(DIRECTORY ${CMAKE_SOURCE_DIR}/${folder}/
           DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tagflow/${folder}
           FILES_MATCHING PATTERN "*.h")

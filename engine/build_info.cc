@@ -105,8 +105,7 @@ std::vector<std::pair<std::string, std::string>> build_info() {
       {"cuBLAS", cublas_version()},
       {"cuDNN", cudnn_version()},
       {"oneTBB", TBB_VERSION_STRING},
-      {"spdlog",
-       fmt::format("{}.{}.{}", SPDLOG_VER_MAJOR, SPDLOG_VER_MINOR, SPDLOG_VER_PATCH)},
+      {"spdlog", fmt::format("{}.{}.{}", SPDLOG_VER_MAJOR, SPDLOG_VER_MINOR, SPDLOG_VER_PATCH)},
       {"compiler", compiler_version()},
       {"build type", build_type()},
   };

@@ -28,6 +28,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "tagflow/engine/small_vector.h"
 #include "tagflow/engine/worker_pool.h"
 
 namespace tagflow::detail {
@@ -108,6 +109,8 @@ class CudaStream final : public Stream {
   struct PendingMark {
     std::uint64_t seq = 0;
     cudaEvent_t event = nullptr;
+    /// Marks of other streams the work before this one waited on (see wait()).
+    SmallVector<Fence, 2> waits;
   };
   /// What a cudaLaunchHostFunc call owns until the driver runs it.
   struct HostCall {
@@ -136,6 +139,8 @@ class CudaStream final : public Stream {
   /// so recycling an event never allocates.
   std::vector<cudaEvent_t> free_events_;
   std::size_t num_events_ = 0;  ///< events owned: in pending_ or free_events_
+  /// Fences wait() made this stream wait on since the last record().
+  SmallVector<Fence, 2> waits_since_last_mark_;
   std::uint64_t recorded_ = 0;
   std::atomic<std::uint64_t> finished_{0};
   std::multimap<std::uint64_t, HostFunction> callbacks_;
@@ -237,7 +242,7 @@ std::uint64_t CudaStream::record() {
     std::lock_guard lock(mutex_);
     try {
       if (fresh) free_events_.reserve(num_events_ + 1);
-      pending_.push_back({0, event});
+      pending_.push_back({0, event, {}});
     } catch (...) {
       if (fresh) {
         static_cast<void>(cudaEventDestroy(event));
@@ -257,6 +262,8 @@ std::uint64_t CudaStream::record() {
     check_cuda(status, "cudaEventRecord(event, stream_)", device());
     seq = ++recorded_;
     pending_.back().seq = seq;
+    pending_.back().waits = std::move(waits_since_last_mark_);
+    waits_since_last_mark_.clear();
   }
   marks_pending_.notify_one();
   return seq;
@@ -268,18 +275,32 @@ void CudaStream::wait(Stream& other, std::uint64_t seq) {
   TAGFLOW_CHECK(other_cuda != nullptr,
                 "CudaStream::wait: expected a CUDA stream to wait on, got a stream of {}",
                 other.context().str());
-  // Holding other's lock keeps the event from being recycled and re-recorded
-  // for a later mark before the wait has captured it.
-  std::lock_guard lock(other_cuda->mutex_);
-  const std::uint64_t finished = other_cuda->finished_.load(std::memory_order_acquire);
-  if (finished >= seq) return;  // completed (and its event recycled) meanwhile
-  TAGFLOW_CHECK(seq <= other_cuda->recorded_,
-                "CudaStream::wait: mark {} was never recorded on {} (last recorded: {})", seq,
-                other.context().str(), other_cuda->recorded_);
-  // pending_ holds exactly the marks (finished, recorded_], in order.
-  const auto& pending = other_cuda->pending_;
-  const PendingMark& mark = pending[static_cast<std::size_t>(seq - pending.front().seq)];
-  TAGFLOW_CUDA_CHECK(device(), cudaStreamWaitEvent(stream_, mark.event, 0));
+  {
+    // Holding other's lock keeps the event from being recycled and re-recorded
+    // for a later mark before the wait has captured it.
+    std::lock_guard lock(other_cuda->mutex_);
+    if (other_cuda->finished_.load(std::memory_order_acquire) >= seq) {
+      return;  // completed (and its event recycled) meanwhile
+    }
+    TAGFLOW_CHECK(seq <= other_cuda->recorded_,
+                  "CudaStream::wait: mark {} was never recorded on {} (last recorded: {})", seq,
+                  other.context().str(), other_cuda->recorded_);
+    // pending_ holds exactly the marks after finished_ up to recorded_, in order.
+    const auto& pending = other_cuda->pending_;
+    const PendingMark& mark = pending[static_cast<std::size_t>(seq - pending.front().seq)];
+    TAGFLOW_CUDA_CHECK(device(), cudaStreamWaitEvent(stream_, mark.event, 0));
+  }
+  // Remembered for the next mark, whose poller then also waits for `other` to
+  // publish `seq`: as on SimStream, this stream finishing a later mark implies
+  // `other.finished(seq)`. Taken after releasing other's lock: never both.
+  std::lock_guard lock(mutex_);
+  for (Fence& fence : waits_since_last_mark_) {
+    if (fence.stream == &other) {
+      if (fence.seq < seq) fence.seq = seq;
+      return;
+    }
+  }
+  waits_since_last_mark_.push_back({&other, seq});
 }
 
 bool CudaStream::finished(std::uint64_t seq) {
@@ -355,7 +376,10 @@ void CudaStream::poll() {
       std::unique_lock lock(mutex_);
       marks_pending_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
       if (pending_.empty()) return;  // stopping, and every mark has been handled
-      oldest = pending_.front();     // stays at the front: only this thread pops
+      // It stays at the front (only this thread pops); wait() reads its event.
+      oldest.seq = pending_.front().seq;
+      oldest.event = pending_.front().event;
+      oldest.waits = std::move(pending_.front().waits);
     }
     const cudaError_t status = cudaEventSynchronize(oldest.event);
     if (status != cudaSuccess) {
@@ -368,6 +392,16 @@ void CudaStream::poll() {
         failure = std::current_exception();
       }
       set_error(std::move(failure));
+    }
+    // The device has passed the marks this one waited on; let their streams'
+    // pollers catch up too. Cannot deadlock: each fence was recorded before
+    // this mark, and every poller handles its marks in recording order.
+    for (const Fence& fence : oldest.waits) {
+      try {
+        fence.stream->synchronize(fence.seq);
+      } catch (...) {
+        set_error(std::current_exception());
+      }
     }
     // Advances even on failure, so that nobody waits forever; the error is sticky.
     mark_finished(oldest.seq);
@@ -382,11 +416,10 @@ class CudaBackend final : public DeviceBackend {
   const std::vector<GpuInfo>& devices() const override { return devices_; }
 
   std::unique_ptr<Stream> make_stream(Context ctx, QueueKind kind) override {
-    TAGFLOW_CHECK_AS(DeviceError,
-                     ctx.is_gpu() && ctx.index >= 0 &&
-                         static_cast<std::size_t>(ctx.index) < devices_.size(),
-                     "make_stream: expected one of the {} CUDA GPU(s), got {}", devices_.size(),
-                     ctx.str());
+    TAGFLOW_CHECK_AS(
+        DeviceError,
+        ctx.is_gpu() && ctx.index >= 0 && static_cast<std::size_t>(ctx.index) < devices_.size(),
+        "make_stream: expected one of the {} CUDA GPU(s), got {}", devices_.size(), ctx.str());
     return std::make_unique<CudaStream>(ctx, kind);
   }
 

@@ -32,16 +32,18 @@ void* ObjectPoolRegistry::new_chunk(std::size_t bytes) {
   return chunk;
 }
 
+ObjectPoolCache::ObjectPoolCache(ObjectPoolRegistry* registry)
+    : registry_(registry),
+      // Header and object rounded up to whole cache lines.
+      stride_((sizeof(PoolSlotHeader) + registry->block_size() + 63) / 64 * 64) {}
+
 PoolSlotHeader* ObjectPoolCache::refill() {
   PoolSlotHeader* taken = remote_.exchange(nullptr, std::memory_order_acquire);
   if (taken != nullptr) return taken;
-  // A fresh chunk: header and object rounded up to whole cache lines.
-  const std::size_t stride =
-      (sizeof(PoolSlotHeader) + registry_->block_size() + 63) / 64 * 64;
-  auto* bytes = static_cast<unsigned char*>(registry_->new_chunk(stride * kSlotsPerChunk));
+  auto* bytes = static_cast<unsigned char*>(registry_->new_chunk(stride_ * kSlotsPerChunk));
   PoolSlotHeader* head = nullptr;
   for (std::size_t i = kSlotsPerChunk; i-- > 0;) {
-    auto* slot = reinterpret_cast<PoolSlotHeader*>(bytes + i * stride);
+    auto* slot = reinterpret_cast<PoolSlotHeader*>(bytes + i * stride_);
     slot->owner = this;
     slot->next = head;
     head = slot;

@@ -117,10 +117,11 @@ struct Operation {
   Context ctx = cpu(0);
   VarList reads;
   VarList writes;
-  OpFunction fn;
   /// Higher runs first among the ready operations of a device.
   int priority = 0;
   QueueKind queue = QueueKind::kCompute;
+  /// The closure; last, so that it reads last where it is usually longest.
+  OpFunction fn;
 };
 
 /// Returns a copy of `name` that lives as long as the process, for

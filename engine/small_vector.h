@@ -81,7 +81,7 @@ class SmallVector {
     if (other.heap_) {
       heap_ = std::move(other.heap_);
     } else {
-      std::copy(other.inline_, other.inline_ + other.size_, inline_);
+      for (std::size_t i = 0; i < other.size_ && i < N; ++i) inline_[i] = other.inline_[i];
     }
     other.size_ = 0;
     other.capacity_ = N;

@@ -1,0 +1,745 @@
+// Differential tests of the engines (STYLE.md habit 7): one random workload of
+// reads and writes over cpu(0..2) and two simulated GPUs must leave every
+// variable's cell bit-identical on the naive engine, the threaded engine at
+// 1, 2 and 4 workers per CPU device, and a plain serial replay of the
+// operations in push order.
+//
+// Every operation computes a mix of the cells it reads into the cells it
+// writes, tagged with its own id; the mix is order-sensitive, so any two
+// conflicting operations run out of push order (or overlapping, or twice, or
+// not at all) change the final cells. GPU operations do their work on the
+// simulated stream (`enqueue_host`), so the launched/finished fences of Note
+// [Completion on device queues] decide whether CPU operations, waits and
+// deletions see it. Some operations are asynchronous and completed from a
+// small pool of completer threads.
+//
+// The quick tests run in CI in a few seconds; the heavy ones (many seeds,
+// 200k operations each) only with TAGFLOW_HEAVY_TESTS=1. Every test body runs
+// under a watchdog that aborts with the test's name on a deadlock.
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <future>
+#include <latch>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tagflow/engine/config.h"
+#include "tagflow/engine/engine.h"
+#include "tagflow/engine/inline_function.h"
+#include "tagflow/engine/stream.h"
+
+namespace tagflow {
+namespace {
+
+using namespace std::chrono_literals;
+
+// --- watchdog ------------------------------------------------------------------
+
+/// Runs `body` on a thread; if it has not finished after `limit`, prints which
+/// test hung and aborts the process (a deadlocked engine cannot be abandoned
+/// safely: its threads still reference the test's data). Rethrows what the
+/// body threw.
+void run_with_timeout(std::chrono::seconds limit, std::function<void()> body) {
+  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string name = info != nullptr
+                               ? std::string(info->test_suite_name()) + "." + info->name()
+                               : std::string("<no test>");
+  std::promise<void> finished;
+  std::future<void> result = finished.get_future();
+  std::thread runner([&body, &finished] {
+    try {
+      body();
+      finished.set_value();
+    } catch (...) {
+      finished.set_exception(std::current_exception());
+    }
+  });
+  if (result.wait_for(limit) != std::future_status::ready) {
+    std::fprintf(stderr,
+                 "\n[watchdog] %s did not finish within %lld s: the engine is probably "
+                 "deadlocked. Aborting.\n",
+                 name.c_str(), static_cast<long long>(limit.count()));
+    std::fflush(stderr);
+    std::abort();
+  }
+  runner.join();
+  result.get();
+}
+
+bool heavy_tests_enabled() {
+  const char* flag = std::getenv("TAGFLOW_HEAVY_TESTS");
+  return flag != nullptr && std::string(flag) == "1";
+}
+
+// --- deterministic randomness and the mix ----------------------------------------
+
+constexpr std::uint64_t splitmix(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+/// A tiny portable generator, so a seed means the same workload everywhere.
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed) : state_(splitmix(seed)) {}
+  std::uint64_t next() { return splitmix(state_++); }
+  /// Uniform in [0, n).
+  int below(int n) { return static_cast<int>(next() % static_cast<std::uint64_t>(n)); }
+  /// True with probability percent / 100.
+  bool chance(int percent) { return below(100) < percent; }
+
+ private:
+  std::uint64_t state_;
+};
+
+/// The data a variable guards. Several words, written one after the other, so
+/// an operation overlapping a conflicting one has a window to tear them.
+constexpr int kWords = 4;
+struct alignas(64) Cell {
+  std::array<std::uint64_t, kWords> words{};
+  bool operator==(const Cell&) const = default;
+};
+
+// --- workloads --------------------------------------------------------------------
+
+/// How an operation finishes.
+enum class Finish : std::uint8_t {
+  kSync,          ///< work in the closure (or enqueued on the stream by it)
+  kDoneElsewhere, ///< async: work in the closure, done() from a completer thread
+  kWorkElsewhere, ///< async: work (or the stream enqueue) and done() on a completer thread
+};
+
+struct OpSpec {
+  std::uint64_t id = 0;  ///< salts the mix; unique across every workload of a test
+  std::uint32_t index = 0;  ///< position in its workload
+  Context ctx;
+  QueueKind queue = QueueKind::kCompute;
+  int priority = 0;
+  Finish finish = Finish::kSync;
+  std::vector<int> reads;   ///< may repeat, may overlap `writes`
+  std::vector<int> writes;  ///< may repeat
+};
+
+/// A wait issued after an operation is pushed; the cell it guards is then
+/// compared with the replay's value at that point.
+struct Checkpoint {
+  std::size_t after_op = 0;
+  int var = 0;
+  bool for_write = false;
+};
+
+/// Variables 0..num_vars-1 are the workload's own (read and written);
+/// num_vars..num_vars+num_shared-1 are shared with other clients, read only.
+struct Workload {
+  int num_vars = 0;
+  int num_shared = 0;
+  std::vector<OpSpec> ops;
+  std::vector<Checkpoint> checkpoints;  ///< sorted by after_op
+  /// Per own variable: delete_var right after pushing this op (and its
+  /// checkpoints), while work on it is still pending; -1: after the last push.
+  std::vector<std::ptrdiff_t> delete_after;
+  std::vector<Cell> initial;  ///< own cells before the first operation
+};
+
+struct WorkloadShape {
+  int num_vars = 16;
+  int num_shared = 0;
+  std::size_t num_ops = 3000;
+  std::uint64_t id_base = 0;
+};
+
+/// What a workload exercises, so the tests can check the generator did its job.
+struct Coverage {
+  int gpu_ops = 0, copy_queue_ops = 0, async_done_elsewhere = 0, async_work_elsewhere = 0;
+  int read_modify_write = 0, repeated_listing = 0, prioritized = 0, no_reads = 0;
+  int early_deletes = 0, checkpoints = 0;
+};
+
+constexpr std::array<Context, 5> kContexts = {cpu(0), cpu(1), cpu(2), gpu(0), gpu(1)};
+constexpr std::array<int, 5> kPriorities = {-1, 0, 0, 0, 2};
+
+Workload generate(std::uint64_t seed, const WorkloadShape& shape) {
+  Rng rng(seed);
+  Workload w;
+  w.num_vars = shape.num_vars;
+  w.num_shared = shape.num_shared;
+  w.initial.resize(static_cast<std::size_t>(shape.num_vars));
+  for (Cell& c : w.initial) {
+    for (auto& word : c.words) word = rng.next();
+  }
+  // Half the picks go to a few hot variables: long dependency chains.
+  const int hot = std::min(4, shape.num_vars);
+  auto own_var = [&] { return rng.chance(50) ? rng.below(hot) : rng.below(shape.num_vars); };
+  auto any_var = [&] {
+    if (shape.num_shared > 0 && rng.chance(25)) return shape.num_vars + rng.below(shape.num_shared);
+    return own_var();
+  };
+  w.ops.resize(shape.num_ops);
+  for (std::size_t i = 0; i < shape.num_ops; ++i) {
+    OpSpec& op = w.ops[i];
+    op.id = shape.id_base + i;
+    op.index = static_cast<std::uint32_t>(i);
+    op.ctx = kContexts[static_cast<std::size_t>(rng.below(static_cast<int>(kContexts.size())))];
+    op.queue = op.ctx.is_gpu() && rng.chance(35) ? QueueKind::kCopy : QueueKind::kCompute;
+    op.priority = kPriorities[static_cast<std::size_t>(rng.below(static_cast<int>(kPriorities.size())))];
+    const int finish = rng.below(100);
+    op.finish = finish < 80 ? Finish::kSync : finish < 90 ? Finish::kDoneElsewhere : Finish::kWorkElsewhere;
+    const int num_reads = rng.below(4);
+    for (int r = 0; r < num_reads; ++r) op.reads.push_back(any_var());
+    const int num_writes = 1 + rng.below(2);
+    for (int k = 0; k < num_writes; ++k) op.writes.push_back(own_var());
+    // Listings the engine must merge: a read twice, a write twice, a variable
+    // both read and written (read-modify-write).
+    if (!op.reads.empty() && rng.chance(10)) op.reads.push_back(op.reads.front());
+    if (rng.chance(5)) op.writes.push_back(op.writes.front());
+    if (rng.chance(15)) op.reads.push_back(op.writes.back());
+  }
+  for (std::size_t i = 0; i < shape.num_ops; ++i) {
+    if (rng.below(static_cast<int>(std::max<std::size_t>(1, shape.num_ops / 24))) == 0) {
+      w.checkpoints.push_back({i, own_var(), rng.chance(50)});
+    }
+  }
+  std::vector<std::ptrdiff_t> last_touch(static_cast<std::size_t>(shape.num_vars), -1);
+  for (const OpSpec& op : w.ops) {
+    for (const auto* list : {&op.reads, &op.writes}) {
+      for (int v : *list) {
+        if (v < shape.num_vars) last_touch[static_cast<std::size_t>(v)] = op.index;
+      }
+    }
+  }
+  for (const Checkpoint& c : w.checkpoints) {
+    auto& t = last_touch[static_cast<std::size_t>(c.var)];
+    t = std::max(t, static_cast<std::ptrdiff_t>(c.after_op));
+  }
+  w.delete_after.resize(static_cast<std::size_t>(shape.num_vars));
+  for (std::size_t v = 0; v < w.delete_after.size(); ++v) {
+    w.delete_after[v] = rng.chance(50) ? last_touch[v] : -1;
+  }
+  return w;
+}
+
+Coverage coverage_of(const Workload& w) {
+  Coverage c;
+  for (const OpSpec& op : w.ops) {
+    c.gpu_ops += op.ctx.is_gpu() ? 1 : 0;
+    c.copy_queue_ops += op.queue == QueueKind::kCopy ? 1 : 0;
+    c.async_done_elsewhere += op.finish == Finish::kDoneElsewhere ? 1 : 0;
+    c.async_work_elsewhere += op.finish == Finish::kWorkElsewhere ? 1 : 0;
+    c.prioritized += op.priority != 0 ? 1 : 0;
+    c.no_reads += op.reads.empty() ? 1 : 0;
+    bool rmw = false, repeated = false;
+    for (std::size_t a = 0; a < op.writes.size(); ++a) {
+      for (int r : op.reads) rmw = rmw || r == op.writes[a];
+      for (std::size_t b = a + 1; b < op.writes.size(); ++b) repeated = repeated || op.writes[a] == op.writes[b];
+    }
+    for (std::size_t a = 0; a < op.reads.size(); ++a) {
+      for (std::size_t b = a + 1; b < op.reads.size(); ++b) repeated = repeated || op.reads[a] == op.reads[b];
+    }
+    c.read_modify_write += rmw ? 1 : 0;
+    c.repeated_listing += repeated ? 1 : 0;
+  }
+  for (std::ptrdiff_t d : w.delete_after) c.early_deletes += d >= 0 ? 1 : 0;
+  c.checkpoints = static_cast<int>(w.checkpoints.size());
+  return c;
+}
+
+/// The body of every operation, on every engine and in the replay: all reads
+/// are summed first, then each write (in list order) is mixed with that sum
+/// and the operation's id. `table[v]` is variable v's cell.
+void apply(const OpSpec& op, Cell* const* table) {
+  std::uint64_t input = splitmix(op.id);
+  for (int r : op.reads) {
+    for (std::uint64_t word : table[r]->words) input += word;
+  }
+  for (int v : op.writes) {
+    std::uint64_t carry = input;
+    for (std::uint64_t& word : table[v]->words) {
+      carry = splitmix(word ^ carry);
+      word = carry;
+    }
+  }
+}
+
+/// The serial replay: the expected own cells, and each checkpoint's cell.
+struct Expected {
+  std::vector<Cell> cells;
+  std::vector<Cell> at_checkpoint;
+};
+
+Expected replay(const Workload& w, const std::vector<Cell>& shared) {
+  Expected e;
+  e.cells = w.initial;
+  std::vector<Cell> shared_copy = shared;
+  std::vector<Cell*> table;
+  for (Cell& c : e.cells) table.push_back(&c);
+  for (Cell& c : shared_copy) table.push_back(&c);
+  std::size_t next_checkpoint = 0;
+  for (const OpSpec& op : w.ops) {
+    apply(op, table.data());
+    for (; next_checkpoint < w.checkpoints.size() && w.checkpoints[next_checkpoint].after_op == op.index;
+         ++next_checkpoint) {
+      e.at_checkpoint.push_back(*table[static_cast<std::size_t>(w.checkpoints[next_checkpoint].var)]);
+    }
+  }
+  return e;
+}
+
+::testing::AssertionResult cells_match(const std::vector<Cell>& expected, const std::vector<Cell>& actual) {
+  if (expected.size() != actual.size()) {
+    return ::testing::AssertionFailure() << "expected " << expected.size() << " cells, got " << actual.size();
+  }
+  int wrong = 0;
+  std::string detail;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    if (expected[i] == actual[i]) continue;
+    if (++wrong <= 3) {
+      char line[160];
+      std::snprintf(line, sizeof line, "\n  cell %zu: word0 expected %016llx, got %016llx", i,
+                    static_cast<unsigned long long>(expected[i].words[0]),
+                    static_cast<unsigned long long>(actual[i].words[0]));
+      detail += line;
+    }
+  }
+  if (wrong == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << wrong << " of " << expected.size()
+                                       << " cells differ from the serial replay" << detail;
+}
+
+// --- running a workload on an engine ------------------------------------------------
+
+/// Runs tasks posted by operations on a few threads of its own: completes
+/// asynchronous operations away from the engine's workers.
+class Completer {
+ public:
+  using Task = detail::InlineFunction<void(), 64>;
+
+  explicit Completer(int num_threads) {
+    for (int i = 0; i < num_threads; ++i) threads_.emplace_back([this] { run(); });
+  }
+  /// Runs every task posted so far, then joins.
+  ~Completer() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    ready_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+  Completer(const Completer&) = delete;
+  Completer& operator=(const Completer&) = delete;
+
+  void post(Task task) {
+    {
+      std::lock_guard lock(mutex_);
+      tasks_.push_back(std::move(task));
+    }
+    ready_.notify_one();
+  }
+
+ private:
+  void run() {
+    for (;;) {
+      Task task;
+      {
+        std::unique_lock lock(mutex_);
+        ready_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+        if (tasks_.empty()) return;
+        task = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+      task();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<Task> tasks_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+/// What the operations of one workload observed while running.
+struct Probe {
+  explicit Probe(std::size_t num_ops) : runs(num_ops) {}
+  std::vector<std::atomic<std::uint32_t>> runs;  ///< times each op's work ran
+  std::atomic<int> misrouted{0};  ///< ran with the wrong context, stream or worker index
+};
+
+/// Everything an operation's closure needs, shared by the ops of a workload.
+struct Binding {
+  Cell* const* table = nullptr;
+  Probe* probe = nullptr;
+  Completer* completer = nullptr;
+  int cpu_workers = 1;
+};
+
+void run_work(const Binding& b, const OpSpec& op) {
+  apply(op, b.table);
+  b.probe->runs[op.index].fetch_add(1, std::memory_order_relaxed);
+}
+
+bool routed_correctly(const Binding& b, const OpSpec& op, const RunContext& rc) {
+  if (rc.ctx != op.ctx || rc.worker < 0) return false;
+  if (op.ctx.is_cpu()) return rc.stream == nullptr && rc.worker < b.cpu_workers;
+  return rc.stream != nullptr && rc.stream->context() == op.ctx && rc.stream->kind() == op.queue &&
+         rc.worker == 0;
+}
+
+Operation make_operation(const Binding& b, const OpSpec& op, const std::vector<VarHandle>& vars) {
+  Operation o;
+  o.name = op.ctx.is_gpu() ? "differential_gpu_op" : "differential_cpu_op";
+  o.ctx = op.ctx;
+  o.queue = op.queue;
+  o.priority = op.priority;
+  for (int r : op.reads) o.reads.push_back(vars[static_cast<std::size_t>(r)]);
+  for (int v : op.writes) o.writes.push_back(vars[static_cast<std::size_t>(v)]);
+  const Binding* bp = &b;
+  const OpSpec* opp = &op;
+  auto check_route = [bp, opp](const RunContext& rc) {
+    if (!routed_correctly(*bp, *opp, rc)) bp->probe->misrouted.fetch_add(1);
+  };
+  switch (op.finish) {
+    case Finish::kSync:
+      o.fn = [bp, opp, check_route](const RunContext& rc) {
+        check_route(rc);
+        if (rc.stream != nullptr) {
+          rc.stream->enqueue_host([bp, opp] { run_work(*bp, *opp); });
+        } else {
+          run_work(*bp, *opp);
+        }
+      };
+      break;
+    case Finish::kDoneElsewhere:
+      o.fn = [bp, opp, check_route](const RunContext& rc, Completion done) {
+        check_route(rc);
+        if (rc.stream != nullptr) {
+          rc.stream->enqueue_host([bp, opp] { run_work(*bp, *opp); });
+        } else {
+          run_work(*bp, *opp);
+        }
+        bp->completer->post([done = std::move(done)]() mutable { done.done(); });
+      };
+      break;
+    case Finish::kWorkElsewhere:
+      o.fn = [bp, opp, check_route](const RunContext& rc, Completion done) {
+        check_route(rc);
+        bp->completer->post([bp, opp, stream = rc.stream, done = std::move(done)]() mutable {
+          if (stream != nullptr) {
+            stream->enqueue_host([bp, opp] { run_work(*bp, *opp); });
+          } else {
+            run_work(*bp, *opp);
+          }
+          done.done();
+        });
+      };
+      break;
+  }
+  return o;
+}
+
+/// Pushes the workload in order, with its checkpoint waits (recording the
+/// cell seen) and its deletions; deletes its remaining own variables after
+/// the last push. Does not wait for the work.
+void push_workload(Engine& engine, const Workload& w, const Binding& b, std::vector<VarHandle> vars,
+                   std::vector<Cell>& seen_at_checkpoint) {
+  std::vector<std::vector<int>> deletions(w.ops.size());
+  for (std::size_t v = 0; v < w.delete_after.size(); ++v) {
+    if (w.delete_after[v] >= 0) deletions[static_cast<std::size_t>(w.delete_after[v])].push_back(static_cast<int>(v));
+  }
+  std::size_t next_checkpoint = 0;
+  for (const OpSpec& op : w.ops) {
+    engine.push(make_operation(b, op, vars));
+    for (; next_checkpoint < w.checkpoints.size() && w.checkpoints[next_checkpoint].after_op == op.index;
+         ++next_checkpoint) {
+      const Checkpoint& c = w.checkpoints[next_checkpoint];
+      VarHandle var = vars[static_cast<std::size_t>(c.var)];
+      if (c.for_write) {
+        engine.wait_to_write(var);
+      } else {
+        engine.wait_to_read(var);
+      }
+      seen_at_checkpoint.push_back(*b.table[c.var]);
+    }
+    for (int v : deletions[op.index]) {
+      engine.delete_var(vars[static_cast<std::size_t>(v)]);
+      vars[static_cast<std::size_t>(v)] = nullptr;
+    }
+  }
+  for (int v = 0; v < w.num_vars; ++v) {
+    if (vars[static_cast<std::size_t>(v)] != nullptr) engine.delete_var(vars[static_cast<std::size_t>(v)]);
+  }
+}
+
+::testing::AssertionResult each_op_ran_once(const Probe& probe) {
+  for (std::size_t i = 0; i < probe.runs.size(); ++i) {
+    const std::uint32_t n = probe.runs[i].load();
+    if (n != 1) return ::testing::AssertionFailure() << "operation " << i << " ran " << n << " times";
+  }
+  if (probe.misrouted.load() != 0) {
+    return ::testing::AssertionFailure()
+           << probe.misrouted.load() << " operation(s) ran with the wrong context, stream or worker";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// --- the engines compared ------------------------------------------------------------
+
+struct EngineSetup {
+  const char* label;
+  EngineKind kind;
+  int cpu_workers;
+  int worker_spin;
+};
+
+constexpr int kDefaultSpin = 2000;
+// The last setup never spins: workers sleep at once, exercising the wake-up path.
+constexpr std::array<EngineSetup, 5> kSetups = {{
+    {"naive", EngineKind::kNaive, 1, kDefaultSpin},
+    {"threaded, 1 worker", EngineKind::kThreaded, 1, kDefaultSpin},
+    {"threaded, 2 workers", EngineKind::kThreaded, 2, kDefaultSpin},
+    {"threaded, 4 workers", EngineKind::kThreaded, 4, kDefaultSpin},
+    {"threaded, 2 workers, no spinning", EngineKind::kThreaded, 2, 0},
+}};
+
+constexpr int kSimGpus = 2;
+
+std::unique_ptr<Engine> build(const EngineSetup& setup) {
+  EngineConfig config = EngineConfig::defaults();
+  config.kind = setup.kind;
+  config.cpu_workers = setup.cpu_workers;
+  config.worker_spin = setup.worker_spin;
+  config.sim_gpus = kSimGpus;
+  return make_engine(config);
+}
+
+/// One client pushing one workload on each engine: cells, checkpoint values
+/// and run counts must match the serial replay.
+void check_single_client(std::uint64_t seed, const WorkloadShape& shape) {
+  SCOPED_TRACE("seed " + std::to_string(seed) + ", " + std::to_string(shape.num_vars) + " variables, " +
+               std::to_string(shape.num_ops) + " operations");
+  const Workload w = generate(seed, shape);
+  const Expected expected = replay(w, {});
+  for (const EngineSetup& setup : kSetups) {
+    SCOPED_TRACE(setup.label);
+    std::unique_ptr<Engine> engine = build(setup);
+    ASSERT_EQ(engine->num_gpus(), kSimGpus);
+    std::vector<Cell> cells = w.initial;
+    std::vector<Cell*> table;
+    for (Cell& c : cells) table.push_back(&c);
+    Probe probe(w.ops.size());
+    std::vector<Cell> seen;
+    {
+      Completer completer(2);  // joined before the engine goes away
+      const Binding binding{table.data(), &probe, &completer, setup.cpu_workers};
+      std::vector<VarHandle> vars;
+      for (int v = 0; v < w.num_vars; ++v) vars.push_back(engine->new_var());
+      push_workload(*engine, w, binding, vars, seen);
+      EXPECT_NO_THROW(engine->wait_for_all());
+    }
+    EXPECT_TRUE(cells_match(expected.cells, cells));
+    EXPECT_TRUE(cells_match(expected.at_checkpoint, seen)) << "values seen after wait_to_read/write";
+    EXPECT_TRUE(each_op_ran_once(probe));
+  }
+}
+
+/// Several client threads push concurrently into one engine, each its own
+/// workload on its own variables; all of them also read a few shared
+/// variables, written once (on a GPU) before the clients start.
+void check_concurrent_clients(std::uint64_t seed, int num_clients, const WorkloadShape& shape) {
+  SCOPED_TRACE("seed " + std::to_string(seed) + ", " + std::to_string(num_clients) + " clients");
+  constexpr int kShared = 3;
+  std::vector<Workload> workloads;
+  for (int t = 0; t < num_clients; ++t) {
+    WorkloadShape s = shape;
+    s.num_shared = kShared;
+    s.id_base = (static_cast<std::uint64_t>(t) + 1) << 32;
+    workloads.push_back(generate(splitmix(seed) + static_cast<std::uint64_t>(t), s));
+  }
+  // The writer of the shared variables: its only writes, on a GPU's copy queue.
+  Rng rng(seed);
+  std::vector<Cell> shared_initial(kShared);
+  for (Cell& c : shared_initial) {
+    for (auto& word : c.words) word = rng.next();
+  }
+  OpSpec init;
+  init.id = ~0ULL;
+  init.ctx = gpu(1);
+  init.queue = QueueKind::kCopy;
+  init.writes = {0, 1, 2};
+  std::vector<Cell> shared_expected = shared_initial;
+  {
+    std::vector<Cell*> t;
+    for (Cell& c : shared_expected) t.push_back(&c);
+    apply(init, t.data());
+  }
+  std::vector<Expected> expected;
+  for (const Workload& w : workloads) expected.push_back(replay(w, shared_expected));
+
+  for (const EngineSetup& setup : kSetups) {
+    SCOPED_TRACE(setup.label);
+    std::unique_ptr<Engine> engine = build(setup);
+    std::vector<Cell> shared_cells = shared_initial;
+    std::vector<Cell*> shared_table;
+    for (Cell& c : shared_cells) shared_table.push_back(&c);
+    std::vector<VarHandle> shared_vars;
+    for (int v = 0; v < kShared; ++v) shared_vars.push_back(engine->new_var());
+
+    std::vector<std::vector<Cell>> cells;
+    std::vector<std::vector<Cell*>> tables(static_cast<std::size_t>(num_clients));
+    std::vector<std::unique_ptr<Probe>> probes;
+    std::vector<std::vector<Cell>> seen(static_cast<std::size_t>(num_clients));
+    for (const Workload& w : workloads) {
+      cells.push_back(w.initial);
+      probes.push_back(std::make_unique<Probe>(w.ops.size()));
+    }
+    Probe init_probe(1);
+    {
+      Completer completer(2);
+      std::vector<Binding> bindings;
+      for (std::size_t t = 0; t < workloads.size(); ++t) {
+        for (Cell& c : cells[t]) tables[t].push_back(&c);
+        for (Cell* c : shared_table) tables[t].push_back(c);
+        bindings.push_back({tables[t].data(), probes[t].get(), &completer, setup.cpu_workers});
+      }
+      const Binding init_binding{shared_table.data(), &init_probe, &completer, setup.cpu_workers};
+      engine->push(make_operation(init_binding, init, shared_vars));
+
+      std::latch start(num_clients);
+      std::vector<std::thread> clients;
+      for (std::size_t t = 0; t < workloads.size(); ++t) {
+        std::vector<VarHandle> vars;
+        for (int v = 0; v < workloads[t].num_vars; ++v) vars.push_back(engine->new_var());
+        for (VarHandle s : shared_vars) vars.push_back(s);
+        clients.emplace_back([&, t, vars = std::move(vars)] {
+          start.arrive_and_wait();
+          try {
+            push_workload(*engine, workloads[t], bindings[t], vars, seen[t]);
+          } catch (const std::exception& e) {
+            ADD_FAILURE() << "client " << t << " threw: " << e.what();
+          }
+        });
+      }
+      for (std::thread& c : clients) c.join();
+      for (VarHandle s : shared_vars) engine->delete_var(s);
+      EXPECT_NO_THROW(engine->wait_for_all());
+    }
+    EXPECT_EQ(shared_cells, shared_expected) << "shared variables";
+    EXPECT_TRUE(each_op_ran_once(init_probe));
+    for (std::size_t t = 0; t < workloads.size(); ++t) {
+      SCOPED_TRACE("client " + std::to_string(t));
+      EXPECT_TRUE(cells_match(expected[t].cells, cells[t]));
+      EXPECT_TRUE(cells_match(expected[t].at_checkpoint, seen[t])) << "values seen after wait_to_read/write";
+      EXPECT_TRUE(each_op_ran_once(*probes[t]));
+    }
+  }
+}
+
+// --- the checker checks ----------------------------------------------------------------
+
+// The comparison would be a tautology if the mix did not depend on order: a
+// replay that swaps two adjacent conflicting operations, or drops one, must
+// disagree with the true replay.
+TEST(Differential, ReplayIsSensitiveToOrderAndToMissingOperations) {
+  const Workload w = generate(7, {.num_vars = 8, .num_ops = 400});
+  const Expected truth = replay(w, {});
+  std::size_t swap_at = 0;
+  for (; swap_at + 1 < w.ops.size(); ++swap_at) {
+    const OpSpec& a = w.ops[swap_at];
+    const OpSpec& b = w.ops[swap_at + 1];
+    bool conflict = false;
+    for (int x : a.writes) {
+      for (int y : b.writes) conflict = conflict || x == y;
+    }
+    if (conflict) break;
+  }
+  ASSERT_LT(swap_at + 1, w.ops.size()) << "no two adjacent operations write the same variable";
+  Workload swapped = w;
+  std::swap(swapped.ops[swap_at], swapped.ops[swap_at + 1]);
+  swapped.ops[swap_at].index = static_cast<std::uint32_t>(swap_at);
+  swapped.ops[swap_at + 1].index = static_cast<std::uint32_t>(swap_at + 1);
+  EXPECT_FALSE(cells_match(truth.cells, replay(swapped, {}).cells));
+
+  Workload dropped = w;
+  dropped.ops[w.ops.size() / 2].writes.clear();  // runs, but writes nothing
+  EXPECT_FALSE(cells_match(truth.cells, replay(dropped, {}).cells));
+}
+
+TEST(Differential, GeneratedWorkloadsExerciseEveryFeature) {
+  const Coverage c = coverage_of(generate(1, {.num_vars = 16, .num_ops = 3000}));
+  EXPECT_GT(c.gpu_ops, 0);
+  EXPECT_GT(c.copy_queue_ops, 0);
+  EXPECT_GT(c.async_done_elsewhere, 0);
+  EXPECT_GT(c.async_work_elsewhere, 0);
+  EXPECT_GT(c.read_modify_write, 0);
+  EXPECT_GT(c.repeated_listing, 0);
+  EXPECT_GT(c.prioritized, 0);
+  EXPECT_GT(c.no_reads, 0);
+  EXPECT_GT(c.early_deletes, 0);
+  EXPECT_GT(c.checkpoints, 0);
+}
+
+// --- quick differential tests (CI) -------------------------------------------------------
+
+TEST(Differential, RandomWorkloadsMatchSerialReplayOnEveryEngine) {
+  run_with_timeout(90s, [] {
+    // Few variables: long conflict chains; more variables: more parallelism.
+    check_single_client(1, {.num_vars = 4, .num_ops = 3000});
+    check_single_client(2, {.num_vars = 16, .num_ops = 3000});
+    check_single_client(3, {.num_vars = 64, .num_ops = 3000});
+  });
+}
+
+TEST(Differential, ConcurrentClientsMatchTheirSerialReplays) {
+  run_with_timeout(90s, [] {
+    check_concurrent_clients(11, 3, {.num_vars = 8, .num_ops = 1500});
+    check_concurrent_clients(12, 4, {.num_vars = 24, .num_ops = 1000});
+  });
+}
+
+// --- heavy differential tests (TAGFLOW_HEAVY_TESTS=1) ---------------------------------------
+// One test per seed, so each stays well inside the ctest timeout.
+
+class DifferentialHeavy : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    if (!heavy_tests_enabled()) GTEST_SKIP() << "set TAGFLOW_HEAVY_TESTS=1 to run";
+  }
+};
+
+TEST_P(DifferentialHeavy, RandomWorkloadMatchesSerialReplay) {
+  const int seed = GetParam();
+  run_with_timeout(600s, [seed] {
+    const int num_vars = std::array{3, 8, 32, 256}[static_cast<std::size_t>(seed % 4)];
+    check_single_client(1000 + static_cast<std::uint64_t>(seed),
+                        {.num_vars = num_vars, .num_ops = 200'000});
+  });
+}
+
+TEST_P(DifferentialHeavy, ConcurrentClientsMatchTheirSerialReplays) {
+  const int seed = GetParam();
+  run_with_timeout(600s, [seed] {
+    check_concurrent_clients(2000 + static_cast<std::uint64_t>(seed), 2 + seed % 3,
+                             {.num_vars = 4 + 12 * (seed % 3), .num_ops = 50'000});
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, DifferentialHeavy, ::testing::Range(0, 12));
+
+}  // namespace
+}  // namespace tagflow

@@ -1,0 +1,575 @@
+// The engine's contract, checked on every engine kind and worker count and
+// on every device kind (cpu(i), simulated GPUs).
+
+#include "tagflow/engine/engine.h"
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tagflow/engine/error.h"
+#include "tagflow/engine/stream.h"
+#include "tests/engine/watchdog.h"
+
+namespace tagflow {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::run_with_timeout;
+
+struct EngineParam {
+  const char* label;
+  EngineKind kind;
+  int workers;
+};
+
+EngineConfig config_for(const EngineParam& p) {
+  EngineConfig c = EngineConfig::defaults();
+  c.kind = p.kind;
+  c.cpu_workers = p.workers;
+  c.sim_gpus = 2;
+  return c;
+}
+
+/// Runs `body` where the device's work runs: directly on a CPU, in stream
+/// order on a (simulated) GPU, so GPU fences are exercised.
+template <typename F>
+void on_device(const RunContext& rc, F&& body) {
+  if (rc.stream != nullptr) {
+    rc.stream->enqueue_host(std::forward<F>(body));
+  } else {
+    body();
+  }
+}
+
+class EngineTest : public ::testing::TestWithParam<EngineParam> {
+ protected:
+  void SetUp() override { engine_ = make_engine(config_for(GetParam())); }
+  void TearDown() override { engine_.reset(); }
+  bool threaded() const { return GetParam().kind == EngineKind::kThreaded; }
+  static std::vector<Context> devices() { return {cpu(0), cpu(1), gpu(0)}; }
+
+  std::unique_ptr<Engine> engine_;
+};
+
+// --- dependency rules --------------------------------------------------------------
+
+TEST_P(EngineTest, ReadAfterWriteSeesTheWrite) {
+  run_with_timeout(30s, [&] {
+    for (Context ctx : devices()) {
+      VarHandle x = engine_->new_var();
+      int value = 0;
+      int seen = -1;
+      engine_->push({.name = "slow write", .ctx = ctx, .writes = {x},
+                     .fn = [&](const RunContext& rc) {
+                       on_device(rc, [&] {
+                         std::this_thread::sleep_for(20ms);
+                         value = 1;
+                       });
+                     }});
+      engine_->push({.name = "read", .ctx = ctx, .reads = {x},
+                     .fn = [&](const RunContext& rc) { on_device(rc, [&] { seen = value; }); }});
+      engine_->wait_for_all();
+      EXPECT_EQ(seen, 1) << ctx;
+      engine_->delete_var(x);
+    }
+  });
+}
+
+TEST_P(EngineTest, WriteAfterReadWaitsForTheReader) {
+  run_with_timeout(30s, [&] {
+    for (Context ctx : devices()) {
+      VarHandle x = engine_->new_var();
+      int value = 0;
+      int seen = -1;
+      engine_->push({.name = "slow read", .ctx = ctx, .reads = {x},
+                     .fn = [&](const RunContext& rc) {
+                       on_device(rc, [&] {
+                         std::this_thread::sleep_for(20ms);
+                         seen = value;
+                       });
+                     }});
+      engine_->push({.name = "write", .ctx = ctx, .writes = {x},
+                     .fn = [&](const RunContext& rc) { on_device(rc, [&] { value = 2; }); }});
+      engine_->wait_to_write(x);
+      EXPECT_EQ(seen, 0) << ctx;
+      EXPECT_EQ(value, 2) << ctx;
+      engine_->delete_var(x);
+    }
+  });
+}
+
+TEST_P(EngineTest, WriteAfterWriteKeepsPushOrder) {
+  run_with_timeout(30s, [&] {
+    for (Context ctx : devices()) {
+      VarHandle x = engine_->new_var();
+      std::vector<int> order;
+      for (int i = 0; i < 50; ++i) {
+        engine_->push({.name = "append", .ctx = ctx, .writes = {x},
+                       .fn = [&order, i](const RunContext& rc) {
+                         on_device(rc, [&order, i] { order.push_back(i); });
+                       }});
+      }
+      engine_->wait_to_read(x);
+      ASSERT_EQ(order.size(), 50u) << ctx;
+      for (int i = 0; i < 50; ++i) EXPECT_EQ(order[static_cast<std::size_t>(i)], i) << ctx;
+      engine_->delete_var(x);
+    }
+  });
+}
+
+TEST_P(EngineTest, CrossDeviceChainsFollowDependencies) {
+  // x is written on gpu(0), read on cpu(1) into y, read on gpu(1)'s copy
+  // stream into z: each step must see the previous one's device work.
+  run_with_timeout(30s, [&] {
+    VarHandle x = engine_->new_var(), y = engine_->new_var(), z = engine_->new_var();
+    long vx = 0, vy = 0, vz = 0;
+    for (int round = 1; round <= 20; ++round) {
+      engine_->push({.name = "x", .ctx = gpu(0), .writes = {x},
+                     .fn = [&, round](const RunContext& rc) {
+                       on_device(rc, [&, round] {
+                         std::this_thread::sleep_for(1ms);
+                         vx = round;
+                       });
+                     }});
+      engine_->push({.name = "y", .ctx = cpu(1), .reads = {x}, .writes = {y},
+                     .fn = [&](const RunContext&) { vy = vx * 10; }});
+      engine_->push({.name = "z", .ctx = gpu(1), .reads = {y}, .writes = {z},
+                     .queue = QueueKind::kCopy,
+                     .fn = [&](const RunContext& rc) { on_device(rc, [&] { vz += vy; }); }});
+    }
+    engine_->wait_to_read(z);
+    EXPECT_EQ(vx, 20);
+    EXPECT_EQ(vy, 200);
+    EXPECT_EQ(vz, 10 * (20 * 21 / 2));
+    for (VarHandle v : {x, y, z}) engine_->delete_var(v);
+    engine_->wait_for_all();
+  });
+}
+
+TEST_P(EngineTest, ConcurrentReadersOverlap) {
+  if (!threaded() || GetParam().workers < 2) GTEST_SKIP() << "needs two workers";
+  run_with_timeout(30s, [&] {
+    VarHandle x = engine_->new_var();
+    std::atomic<int> inside{0};
+    std::atomic<int> saw_both{0};
+    for (int i = 0; i < 2; ++i) {
+      engine_->push({.name = "reader", .ctx = cpu(0), .reads = {x},
+                     .fn = [&](const RunContext&) {
+                       ++inside;
+                       // Both readers must be inside at once; serialised readers time out here.
+                       const auto deadline = std::chrono::steady_clock::now() + 5s;
+                       while (inside.load() < 2 && std::chrono::steady_clock::now() < deadline) {
+                         std::this_thread::yield();
+                       }
+                       if (inside.load() == 2) ++saw_both;
+                     }});
+    }
+    engine_->wait_for_all();
+    EXPECT_EQ(saw_both.load(), 2);
+    engine_->delete_var(x);
+  });
+}
+
+TEST_P(EngineTest, WriterWaitsForAllConcurrentReaders) {
+  run_with_timeout(30s, [&] {
+    VarHandle x = engine_->new_var();
+    std::atomic<int> readers_done{0};
+    int seen_by_writer = -1;
+    for (int i = 0; i < 8; ++i) {
+      engine_->push({.name = "reader", .ctx = cpu(0), .reads = {x},
+                     .fn = [&](const RunContext&) {
+                       std::this_thread::sleep_for(2ms);
+                       ++readers_done;
+                     }});
+    }
+    engine_->push({.name = "writer", .ctx = cpu(0), .writes = {x},
+                   .fn = [&](const RunContext&) { seen_by_writer = readers_done.load(); }});
+    engine_->wait_to_read(x);
+    EXPECT_EQ(seen_by_writer, 8);
+    engine_->delete_var(x);
+  });
+}
+
+TEST_P(EngineTest, VariableListedTwiceOrInBothListsRunsOnce) {
+  run_with_timeout(30s, [&] {
+    VarHandle x = engine_->new_var(), y = engine_->new_var();
+    int runs = 0;
+    engine_->push({.name = "dup", .ctx = cpu(0), .reads = {x, x, y}, .writes = {x, y, x},
+                   .fn = [&](const RunContext&) { ++runs; }});
+    engine_->push({.name = "after", .ctx = cpu(0), .reads = {x}, .writes = {y},
+                   .fn = [&](const RunContext&) { ++runs; }});
+    engine_->wait_to_read(y);
+    EXPECT_EQ(runs, 2);
+    engine_->delete_var(x);
+    engine_->delete_var(y);
+  });
+}
+
+// --- priorities ---------------------------------------------------------------------
+
+TEST_P(EngineTest, HigherPriorityRunsFirstAmongReadyOperations) {
+  if (!threaded() || GetParam().workers != 1) GTEST_SKIP() << "order is defined with one worker";
+  run_with_timeout(30s, [&] {
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    // Occupy the only worker while the others become ready.
+    engine_->push({.name = "blocker", .ctx = cpu(0),
+                   .fn = [released](const RunContext&) { released.wait(); }});
+    std::mutex mutex;
+    std::vector<int> order;
+    const int priorities[] = {0, 5, -1, 3, 0, 7, -4};
+    std::vector<VarHandle> vars;
+    for (int i = 0; i < 7; ++i) {
+      vars.push_back(engine_->new_var());
+      engine_->push({.name = "ranked", .ctx = cpu(0), .writes = {vars.back()},
+                     .priority = priorities[i],
+                     .fn = [&, i](const RunContext&) {
+                       std::lock_guard lock(mutex);
+                       order.push_back(i);
+                     }});
+    }
+    release.set_value();
+    engine_->wait_for_all();
+    // 7, 5, 3, then the two 0s in push order, then -1, -4.
+    EXPECT_EQ(order, (std::vector<int>{5, 1, 3, 0, 4, 2, 6}));
+    for (VarHandle v : vars) engine_->delete_var(v);
+  });
+}
+
+// --- asynchronous operations -----------------------------------------------------------
+
+TEST_P(EngineTest, AsyncOperationCompletesFromAnotherThread) {
+  run_with_timeout(30s, [&] {
+    for (Context ctx : devices()) {
+      VarHandle x = engine_->new_var();
+      int value = 0;
+      std::vector<std::thread> helpers;
+      std::mutex helpers_mutex;
+      engine_->push({.name = "async write", .ctx = ctx, .writes = {x},
+                     .fn = [&](const RunContext&, Completion done) {
+                       std::lock_guard lock(helpers_mutex);
+                       helpers.emplace_back([&value, c = std::move(done)]() mutable {
+                         std::this_thread::sleep_for(20ms);
+                         value = 7;
+                         c.done();
+                       });
+                     }});
+      int seen = -1;
+      engine_->push({.name = "read", .ctx = cpu(0), .reads = {x},
+                     .fn = [&](const RunContext&) { seen = value; }});
+      engine_->wait_for_all();
+      EXPECT_EQ(seen, 7) << ctx;
+      for (auto& t : helpers) t.join();
+      engine_->delete_var(x);
+    }
+  });
+}
+
+TEST_P(EngineTest, AsyncFailureAndDroppedCompletionReachTheWaits) {
+  run_with_timeout(30s, [&] {
+    VarHandle x = engine_->new_var(), y = engine_->new_var();
+    engine_->push({.name = "io", .ctx = cpu(0), .writes = {x},
+                   .fn = [](const RunContext&, Completion c) {
+                     c.fail(std::make_exception_ptr(std::runtime_error("disk unplugged")));
+                   }});
+    engine_->push({.name = "forgetful", .ctx = cpu(0), .writes = {y},
+                   .fn = [](const RunContext&, Completion) {}});
+    try {
+      engine_->wait_to_read(x);
+      FAIL() << "no error";
+    } catch (const OperationError& e) {
+      EXPECT_EQ(e.op_name(), "io");
+      EXPECT_NE(std::string(e.what()).find("disk unplugged"), std::string::npos) << e.what();
+    }
+    try {
+      engine_->wait_to_read(y);
+      FAIL() << "no error";
+    } catch (const OperationError& e) {
+      EXPECT_EQ(e.op_name(), "forgetful");
+      EXPECT_NE(std::string(e.what()).find("without done() or fail()"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_THROW(engine_->wait_for_all(), OperationError);
+    engine_->delete_var(x);
+    engine_->delete_var(y);
+    engine_->wait_for_all();
+  });
+}
+
+// --- errors on variables --------------------------------------------------------------
+
+TEST_P(EngineTest, ErrorTravelsAlongAChainAndSkipsDependents) {
+  run_with_timeout(30s, [&] {
+    VarHandle x = engine_->new_var(), y = engine_->new_var(), z = engine_->new_var();
+    VarHandle w = engine_->new_var();
+    std::atomic<int> dependents_ran{0};
+    std::atomic<bool> independent_ran{false};
+    engine_->push({.name = "explode", .ctx = cpu(0), .writes = {x},
+                   .fn = [](const RunContext&) { throw std::runtime_error("boom"); }});
+    engine_->push({.name = "b", .ctx = cpu(1), .reads = {x}, .writes = {y},
+                   .fn = [&](const RunContext&) { ++dependents_ran; }});
+    engine_->push({.name = "c", .ctx = gpu(0), .reads = {y}, .writes = {z},
+                   .fn = [&](const RunContext&) { ++dependents_ran; }});
+    engine_->push({.name = "independent", .ctx = cpu(0), .writes = {w},
+                   .fn = [&](const RunContext&) { independent_ran = true; }});
+    for (VarHandle v : {x, y, z}) {
+      try {
+        engine_->wait_to_read(v);
+        FAIL() << "no error";
+      } catch (const OperationError& e) {
+        EXPECT_EQ(e.op_name(), "explode");
+        EXPECT_EQ(e.context(), cpu(0));
+        EXPECT_NE(std::string(e.what()).find("boom"), std::string::npos);
+      }
+    }
+    EXPECT_NO_THROW(engine_->wait_to_read(w));
+    EXPECT_TRUE(independent_ran.load());
+    EXPECT_EQ(dependents_ran.load(), 0);
+    // wait_for_all rethrows the first error once, then the engine is clean.
+    EXPECT_THROW(engine_->wait_for_all(), OperationError);
+    EXPECT_NO_THROW(engine_->wait_for_all());
+    for (VarHandle v : {x, y, z, w}) engine_->delete_var(v);
+    engine_->wait_for_all();
+  });
+}
+
+TEST_P(EngineTest, ErrorFromAGpuReachesACpuReader) {
+  run_with_timeout(30s, [&] {
+    VarHandle x = engine_->new_var(), y = engine_->new_var();
+    engine_->push({.name = "gpu kernel", .ctx = gpu(1), .writes = {x},
+                   .fn = [](const RunContext&) { throw std::invalid_argument("bad launch"); }});
+    engine_->push({.name = "host", .ctx = cpu(2), .reads = {x}, .writes = {y},
+                   .fn = [](const RunContext&) {}});
+    try {
+      engine_->wait_to_read(y);
+      FAIL() << "no error";
+    } catch (const OperationError& e) {
+      EXPECT_EQ(e.context(), gpu(1));
+      EXPECT_NE(std::string(e.what()).find("gpu(1)"), std::string::npos) << e.what();
+      try {
+        std::rethrow_exception(e.cause());
+      } catch (const std::invalid_argument& cause) {
+        EXPECT_STREQ(cause.what(), "bad launch");
+      }
+    }
+    EXPECT_THROW(engine_->wait_for_all(), OperationError);
+    engine_->delete_var(x);
+    engine_->delete_var(y);
+  });
+}
+
+TEST_P(EngineTest, LaterSuccessfulWriteClearsTheError) {
+  run_with_timeout(30s, [&] {
+    VarHandle x = engine_->new_var();
+    int value = 0;
+    engine_->push({.name = "fail", .ctx = cpu(0), .writes = {x},
+                   .fn = [](const RunContext&) { throw std::runtime_error("first"); }});
+    // In place (read + write): must be skipped, the error stays.
+    engine_->push({.name = "in place", .ctx = cpu(0), .reads = {x}, .writes = {x},
+                   .fn = [&](const RunContext&) { value += 100; }});
+    EXPECT_THROW(engine_->wait_to_read(x), OperationError);
+    EXPECT_EQ(value, 0);
+    // Overwrite: runs and clears.
+    engine_->push({.name = "overwrite", .ctx = cpu(0), .writes = {x},
+                   .fn = [&](const RunContext&) { value = 5; }});
+    EXPECT_NO_THROW(engine_->wait_to_read(x));
+    EXPECT_EQ(value, 5);
+    EXPECT_THROW(engine_->wait_for_all(), OperationError);  // the first failure, once
+    EXPECT_NO_THROW(engine_->wait_for_all());
+    engine_->delete_var(x);
+  });
+}
+
+TEST_P(EngineTest, WaitFromInsideAnOperationThrowsInsteadOfDeadlocking) {
+  run_with_timeout(30s, [&] {
+    VarHandle x = engine_->new_var(), y = engine_->new_var();
+    std::vector<std::string> messages;
+    engine_->push({.name = "impatient", .ctx = cpu(0), .writes = {x},
+                   .fn = [&](const RunContext&) {
+                     try {
+                       engine_->wait_to_read(y);
+                     } catch (const WaitInsideOperationError& e) {
+                       messages.push_back(e.what());
+                     }
+                     try {
+                       engine_->wait_for_all();
+                     } catch (const WaitInsideOperationError& e) {
+                       messages.push_back(e.what());
+                     }
+                   }});
+    engine_->wait_for_all();
+    ASSERT_EQ(messages.size(), 2u);
+    EXPECT_NE(messages[0].find("wait_to_read"), std::string::npos) << messages[0];
+    EXPECT_NE(messages[0].find("'impatient'"), std::string::npos) << messages[0];
+    EXPECT_NE(messages[1].find("wait_for_all"), std::string::npos) << messages[1];
+    engine_->delete_var(x);
+    engine_->delete_var(y);
+  });
+}
+
+// --- variables, shutdown, many clients --------------------------------------------------
+
+TEST_P(EngineTest, DeleteVarWaitsForPendingWork) {
+  run_with_timeout(30s, [&] {
+    std::atomic<int> finished{0};
+    for (Context ctx : devices()) {
+      VarHandle x = engine_->new_var();
+      for (int i = 0; i < 5; ++i) {
+        engine_->push({.name = "slow", .ctx = ctx, .reads = {x},
+                       .fn = [&](const RunContext& rc) {
+                         on_device(rc, [&] {
+                           std::this_thread::sleep_for(5ms);
+                           ++finished;
+                         });
+                       }});
+      }
+      engine_->delete_var(x);  // the handle is gone; the work is not
+    }
+    engine_->wait_for_all();
+    EXPECT_EQ(finished.load(), 15);
+  });
+}
+
+TEST_P(EngineTest, ShutdownWithPendingWorkRunsItAll) {
+  run_with_timeout(60s, [&] {
+    std::atomic<int> ran{0};
+    std::vector<std::thread> helpers;
+    std::mutex helpers_mutex;
+    {
+      auto engine = make_engine(config_for(GetParam()));
+      std::vector<VarHandle> vars;
+      for (int i = 0; i < 8; ++i) vars.push_back(engine->new_var());
+      for (int i = 0; i < 400; ++i) {
+        const Context ctx = devices()[static_cast<std::size_t>(i) % 3];
+        VarHandle v = vars[static_cast<std::size_t>(i) % vars.size()];
+        if (i % 7 == 0) {
+          engine->push({.name = "async", .ctx = ctx, .writes = {v},
+                        .fn = [&](const RunContext&, Completion c) {
+                          std::lock_guard lock(helpers_mutex);
+                          helpers.emplace_back([&ran, c = std::move(c)]() mutable {
+                            ++ran;
+                            c.done();
+                          });
+                        }});
+        } else {
+          engine->push({.name = "work", .ctx = ctx, .writes = {v},
+                        .fn = [&](const RunContext& rc) {
+                          on_device(rc, [&] {
+                            std::this_thread::sleep_for(50us);
+                            ++ran;
+                          });
+                        }});
+        }
+      }
+      for (VarHandle v : vars) engine->delete_var(v);
+    }  // destroyed with work pending
+    EXPECT_EQ(ran.load(), 400);
+    for (auto& t : helpers) t.join();
+  });
+}
+
+TEST_P(EngineTest, PushesFromSeveralClientThreads) {
+  run_with_timeout(60s, [&] {
+    constexpr int kThreads = 4;
+    constexpr int kPushes = 5000;
+    constexpr int kVars = 16;
+    std::vector<VarHandle> vars;
+    std::vector<long> counts(kVars, 0);
+    for (int i = 0; i < kVars; ++i) vars.push_back(engine_->new_var());
+    std::vector<std::thread> clients;
+    for (int t = 0; t < kThreads; ++t) {
+      clients.emplace_back([&, t] {
+        for (int i = 0; i < kPushes; ++i) {
+          // Two variables per operation, in either order: concurrent pushers
+          // must agree on one order or deadlock.
+          const int a = (i * 7 + t) % kVars;
+          const int b = (i * 3 + t * 5 + 1) % kVars;
+          const Context ctx = devices()[static_cast<std::size_t>(i + t) % 3];
+          engine_->push({.name = "count", .ctx = ctx,
+                         .writes = {vars[static_cast<std::size_t>(a)],
+                                    vars[static_cast<std::size_t>(b)]},
+                         .fn = [&counts, a, b](const RunContext&) {
+                           ++counts[static_cast<std::size_t>(a)];
+                           if (b != a) ++counts[static_cast<std::size_t>(b)];
+                         }});
+        }
+      });
+    }
+    for (auto& c : clients) c.join();
+    engine_->wait_for_all();
+    long expected_total = 0;
+    for (int t = 0; t < kThreads; ++t) {
+      for (int i = 0; i < kPushes; ++i) {
+        expected_total += ((i * 7 + t) % kVars) == ((i * 3 + t * 5 + 1) % kVars) ? 1 : 2;
+      }
+    }
+    long total = 0;
+    for (long c : counts) total += c;
+    EXPECT_EQ(total, expected_total);
+    for (VarHandle v : vars) engine_->delete_var(v);
+  });
+}
+
+TEST_P(EngineTest, OperationsMayPushOperations) {
+  run_with_timeout(30s, [&] {
+    VarHandle x = engine_->new_var();
+    std::atomic<int> depth_reached{0};
+    std::function<void(int)> spawn = [&](int depth) {
+      engine_->push({.name = "nested", .ctx = cpu(depth % 2), .writes = {x},
+                     .fn = [&, depth](const RunContext&) {
+                       depth_reached = depth;
+                       if (depth < 10) spawn(depth + 1);
+                     }});
+    };
+    spawn(0);
+    // Each level is pushed by the one before it: wait until the last has run.
+    while (depth_reached.load() < 10) engine_->wait_for_all();
+    engine_->wait_for_all();
+    EXPECT_EQ(depth_reached.load(), 10);
+    engine_->delete_var(x);
+  });
+}
+
+// --- bad input ----------------------------------------------------------------------------
+
+TEST_P(EngineTest, BadPushesGiveTypedErrorsAndLoseNothing) {
+  run_with_timeout(30s, [&] {
+    VarHandle x = engine_->new_var();
+    try {
+      engine_->push({.name = "far away", .ctx = gpu(5), .writes = {x},
+                     .fn = [](const RunContext&) {}});
+      FAIL() << "accepted gpu(5)";
+    } catch (const DeviceError& e) {
+      EXPECT_NE(std::string(e.what()).find("gpu(5)"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("2 GPU"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(engine_->push({.name = "empty", .ctx = cpu(0), .writes = {x}}), Error);
+    EXPECT_THROW(engine_->push({.name = "null var", .ctx = cpu(0), .writes = {nullptr},
+                                .fn = [](const RunContext&) {}}),
+                 Error);
+    // The engine is still usable, and x has no leftover claim.
+    int value = 0;
+    engine_->push({.name = "fine", .ctx = cpu(0), .writes = {x},
+                   .fn = [&](const RunContext&) { value = 1; }});
+    engine_->wait_to_read(x);
+    EXPECT_EQ(value, 1);
+    engine_->delete_var(x);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, EngineTest,
+                         ::testing::Values(EngineParam{"naive", EngineKind::kNaive, 1},
+                                           EngineParam{"threaded1", EngineKind::kThreaded, 1},
+                                           EngineParam{"threaded2", EngineKind::kThreaded, 2},
+                                           EngineParam{"threaded4", EngineKind::kThreaded, 4}),
+                         [](const auto& param_info) { return std::string(param_info.param.label); });
+
+}  // namespace
+}  // namespace tagflow

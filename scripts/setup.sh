@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tagflow builds with, when they are missing.
+# Run as root on Debian 12; does nothing when everything is present.
+set -euo pipefail
+
+packages=(
+  cmake make g++ pkg-config
+  libtbb-dev       # oneTBB
+  libspdlog-dev    # logging (brings libfmt-dev)
+  libfmt-dev
+  libgtest-dev     # GoogleTest
+  libcli11-dev     # command line
+  ccache           # used when present
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "tagflow setup: missing packages: ${missing[*]}" >&2
+  echo "Install them with: sudo apt-get install ${missing[*]}" >&2
+  exit 1
+fi
+echo "tagflow setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
