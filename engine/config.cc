@@ -63,6 +63,7 @@ EngineConfig EngineConfig::from_env() {
   c.cpu_workers = env_int("TAGFLOW_CPU_WORKERS", c.cpu_workers, 1, 1024);
   c.sim_gpus = env_int("TAGFLOW_SIM_GPUS", c.sim_gpus, 0, 64);
   c.worker_spin = env_int("TAGFLOW_WORKER_SPIN", c.worker_spin, 0, 100'000'000);
+  c.max_pending = env_int("TAGFLOW_MAX_PENDING_OPS", c.max_pending, 0, 1 << 30);
   c.profiler = env_bool("TAGFLOW_PROFILER", c.profiler);
   if (const char* level = env("TAGFLOW_LOG_LEVEL")) {
     static constexpr std::string_view kLevels[] = {"trace", "debug", "info",    "warn",
@@ -84,6 +85,7 @@ std::vector<std::pair<std::string, std::string>> EngineConfig::describe() const 
       {"TAGFLOW_CPU_WORKERS", std::to_string(cpu_workers)},
       {"TAGFLOW_SIM_GPUS", std::to_string(sim_gpus)},
       {"TAGFLOW_WORKER_SPIN", std::to_string(worker_spin)},
+      {"TAGFLOW_MAX_PENDING_OPS", std::to_string(max_pending)},
       {"TAGFLOW_PROFILER", profiler ? "1" : "0"},
       {"TAGFLOW_LOG_LEVEL", log_level},
   };

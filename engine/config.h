@@ -21,6 +21,9 @@ struct EngineConfig {
   int sim_gpus = 0;
   /// TAGFLOW_WORKER_SPIN: polls of an empty queue before a worker sleeps.
   int worker_spin = 2000;
+  /// TAGFLOW_MAX_PENDING_OPS: operations a client thread may have pending
+  /// before its pushes pause (0: no limit). See Note [Bounded run-ahead].
+  int max_pending = 4096;
   /// TAGFLOW_PROFILER: record every operation for the profiler.
   bool profiler = false;
   /// TAGFLOW_LOG_LEVEL: trace, debug, info, warn, error, critical or off.

@@ -77,7 +77,7 @@ class InlineFunction<R(Args...), Capacity> {
 
   template <typename D>
   static constexpr bool fits_inline() {
-    return sizeof(D) <= Capacity && alignof(D) <= alignof(std::max_align_t) &&
+    return sizeof(D) <= Capacity && alignof(D) <= kAlign &&
            std::is_nothrow_move_constructible_v<D>;
   }
 
@@ -96,7 +96,9 @@ class InlineFunction<R(Args...), Capacity> {
       [](void* from, void* to) noexcept { *static_cast<D**>(to) = *static_cast<D**>(from); },
       [](void* s) noexcept { delete *static_cast<D**>(s); }};
 
-  alignas(std::max_align_t) unsigned char storage_[Capacity];
+  // Pointer alignment keeps the holder small; over-aligned closures go to the heap.
+  static constexpr std::size_t kAlign = alignof(void*);
+  alignas(kAlign) unsigned char storage_[Capacity];
   const Ops* ops_ = nullptr;
 };
 

@@ -34,8 +34,9 @@ void* ObjectPoolRegistry::new_chunk(std::size_t bytes) {
 
 ObjectPoolCache::ObjectPoolCache(ObjectPoolRegistry* registry)
     : registry_(registry),
+      offset_(registry->offset()),
       // Header and object rounded up to whole cache lines.
-      stride_((sizeof(PoolSlotHeader) + registry->block_size() + 63) / 64 * 64) {}
+      stride_((registry->offset() + registry->block_size() + 63) / 64 * 64) {}
 
 PoolSlotHeader* ObjectPoolCache::refill() {
   PoolSlotHeader* taken = remote_.exchange(nullptr, std::memory_order_acquire);

@@ -26,14 +26,19 @@ class ObjectPoolCache;
 /// Registry of every cache and chunk for one block size (never freed).
 class ObjectPoolRegistry {
  public:
-  explicit ObjectPoolRegistry(std::size_t block_size) : block_size_(block_size) {}
+  ObjectPoolRegistry(std::size_t block_size, std::size_t offset)
+      : block_size_(block_size), offset_(offset) {}
   std::size_t block_size() const { return block_size_; }
+  /// Bytes from a slot's start to its object (the header, rounded up to the
+  /// object's alignment).
+  std::size_t offset() const { return offset_; }
   ObjectPoolCache* adopt();
   void release(ObjectPoolCache* cache);
   void* new_chunk(std::size_t bytes);
 
  private:
   std::size_t block_size_;
+  std::size_t offset_;
   std::mutex mutex_;
   std::vector<ObjectPoolCache*> idle_;
   std::vector<ObjectPoolCache*> all_;
@@ -60,11 +65,12 @@ class alignas(64) ObjectPoolCache {
       const auto* bytes = reinterpret_cast<const char*>(local_);
       for (std::size_t off = 0; off < stride_; off += 64) __builtin_prefetch(bytes + off, 1, 3);
     }
-    return slot + 1;
+    return reinterpret_cast<char*>(slot) + offset_;
   }
 
-  static void deallocate(void* p) noexcept {
-    PoolSlotHeader* slot = static_cast<PoolSlotHeader*>(p) - 1;
+  /// Returns `p` (from a cache whose objects sit `offset` bytes into their slot).
+  static void deallocate(void* p, std::size_t offset) noexcept {
+    auto* slot = reinterpret_cast<PoolSlotHeader*>(static_cast<char*>(p) - offset);
     slot->owner->give_back(slot);
   }
 
@@ -80,22 +86,28 @@ class alignas(64) ObjectPoolCache {
   PoolSlotHeader* refill();
 
   ObjectPoolRegistry* registry_;
+  std::size_t offset_;
   std::size_t stride_;  ///< bytes from one slot to the next
   PoolSlotHeader* local_ = nullptr;                      // owner thread only
   alignas(64) std::atomic<PoolSlotHeader*> remote_{nullptr};  // any thread pushes
 };
 
-/// Thread-local handle to a cache of the registry for `Size`-byte objects.
-template <std::size_t Size>
+/// Thread-local handle to a cache of the registry for objects of `Size`
+/// bytes aligned to `Align` (at most a cache line).
+template <std::size_t Size, std::size_t Align>
 class ObjectPool {
+  static_assert(Align <= 64, "slots are aligned to cache lines");
+  static constexpr std::size_t kOffset =
+      (sizeof(PoolSlotHeader) + Align - 1) / Align * Align;
+
  public:
   static void* allocate() { return local().allocate(); }
-  static void deallocate(void* p) noexcept { ObjectPoolCache::deallocate(p); }
+  static void deallocate(void* p) noexcept { ObjectPoolCache::deallocate(p, kOffset); }
 
  private:
   static ObjectPoolRegistry& registry() {
     // Leaked on purpose: blocks may be freed during static destruction.
-    static ObjectPoolRegistry* registry = new ObjectPoolRegistry(Size);
+    static ObjectPoolRegistry* registry = new ObjectPoolRegistry(Size, kOffset);
     return *registry;
   }
   struct Holder {
@@ -113,9 +125,11 @@ template <typename T>
 struct Pooled {
   static void* operator new(std::size_t size) {
     (void)size;
-    return ObjectPool<sizeof(T)>::allocate();
+    return ObjectPool<sizeof(T), alignof(T)>::allocate();
   }
-  static void operator delete(void* p) noexcept { ObjectPool<sizeof(T)>::deallocate(p); }
+  static void operator delete(void* p) noexcept {
+    ObjectPool<sizeof(T), alignof(T)>::deallocate(p);
+  }
 };
 
 }  // namespace tagflow::detail

@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
+#include <vector>
 #include <cstdint>
 #include <exception>
 
@@ -45,17 +47,19 @@ struct WaitSignal {
 };
 
 struct OpBlock : Pooled<OpBlock> {
+  // Written by the pusher, read by the worker: kept together, hot first.
   OpFunction fn;
+  SmallVector<Dep, 3> deps;
   const char* name = "op";
   Context ctx;
   int priority = 0;
+  /// Claims not yet granted (+1 while being pushed); then, for a host
+  /// operation, device fences not yet finished; for an asynchronous one, the
+  /// references of its launcher and its Completion.
+  std::atomic<std::int32_t> pending{0};
   OpKind kind = OpKind::kUser;
   QueueKind queue = QueueKind::kCompute;
-  /// Claims not yet granted (+1 while being pushed); then, for a host
-  /// operation, device fences not yet finished.
-  std::atomic<std::int32_t> pending{0};
-  SmallVector<Dep, 4> deps;
-  /// Where it runs (threaded engine).
+  /// Where it runs (threaded engine); null for host operations.
   WorkerPool* pool = nullptr;
   EngineCore* engine = nullptr;
   /// Ready-queue link and FIFO order among equal priorities.
@@ -66,10 +70,11 @@ struct OpBlock : Pooled<OpBlock> {
   /// What its closure threw, and what its Completion reported (async).
   std::exception_ptr launch_error;
   std::exception_ptr async_error;
-  /// Device fences this operation's stream must wait on before its work.
-  SmallVector<Fence, 2> stream_waits;
   /// The end of this operation's device work (GPU operations).
   Fence fence;
+  /// Device fences its stream must wait on first (GPU operations fed by
+  /// another stream; rare, so kept out of line).
+  std::unique_ptr<std::vector<Fence>> stream_waits;
   WaitSignal* signal = nullptr;
 
   /// Fills `deps` from the operation's lists: duplicates merged, a variable

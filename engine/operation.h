@@ -70,7 +70,7 @@ class Completion {
 ///    Completion is called.
 class OpFunction {
  public:
-  using Body = detail::InlineFunction<void(const RunContext&, Completion*), 64>;
+  using Body = detail::InlineFunction<void(const RunContext&, Completion*), 48>;
 
   OpFunction() = default;
 

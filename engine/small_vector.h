@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <memory>
 #include <span>
@@ -13,9 +14,11 @@
 namespace tagflow::detail {
 
 /// A vector of trivially copyable T with N elements of inline storage.
+/// Sixteen bytes of bookkeeping: the data pointer and two 32-bit counts.
 template <typename T, std::size_t N>
 class SmallVector {
   static_assert(std::is_trivially_copyable_v<T>, "SmallVector holds trivially copyable types");
+  static_assert(N > 0 && N < (1u << 16), "inline capacity out of range");
 
  public:
   SmallVector() noexcept = default;
@@ -34,63 +37,75 @@ class SmallVector {
   SmallVector(SmallVector&& other) noexcept { steal(other); }
   SmallVector& operator=(SmallVector&& other) noexcept {
     if (this != &other) {
-      heap_.reset();
+      release();
       steal(other);
     }
     return *this;
   }
-  ~SmallVector() = default;
+  ~SmallVector() { release(); }
 
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  T* data() { return heap_ ? heap_.get() : inline_; }
-  const T* data() const { return heap_ ? heap_.get() : inline_; }
-  T* begin() { return data(); }
-  T* end() { return data() + size_; }
-  const T* begin() const { return data(); }
-  const T* end() const { return data() + size_; }
-  T& operator[](std::size_t i) { return data()[i]; }
-  const T& operator[](std::size_t i) const { return data()[i]; }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  T* begin() { return data_; }
+  T* end() { return data_ + size_; }
+  const T* begin() const { return data_; }
+  const T* end() const { return data_ + size_; }
+  T& operator[](std::size_t i) { return data_[i]; }
+  const T& operator[](std::size_t i) const { return data_[i]; }
 
   void push_back(const T& value) {
-    reserve(size_ + 1);
-    data()[size_++] = value;
+    if (size_ == capacity_) [[unlikely]] reserve(static_cast<std::size_t>(size_) + 1);
+    data_[size_++] = value;
   }
   void clear() { size_ = 0; }
   /// Drops the elements from `new_size` on.
-  void truncate(std::size_t new_size) { size_ = std::min(size_, new_size); }
+  void truncate(std::size_t new_size) {
+    if (new_size < size_) size_ = static_cast<std::uint32_t>(new_size);
+  }
 
   void reserve(std::size_t wanted) {
     if (wanted <= capacity_) return;
-    std::size_t grown = std::max(wanted, capacity_ * 2);
-    auto bigger = std::make_unique<T[]>(grown);
-    std::copy(data(), data() + size_, bigger.get());
-    heap_ = std::move(bigger);
-    capacity_ = grown;
+    const std::size_t grown = std::max<std::size_t>(wanted, std::size_t{capacity_} * 2);
+    T* bigger = new T[grown];
+    std::copy(data_, data_ + size_, bigger);
+    release();
+    data_ = bigger;
+    capacity_ = static_cast<std::uint32_t>(grown);
   }
 
  private:
+  bool on_heap() const { return data_ != inline_; }
+  void release() {
+    if (on_heap()) delete[] data_;
+    data_ = inline_;
+    capacity_ = N;
+  }
   void assign(const T* items, std::size_t count) {
     reserve(count);
-    std::copy(items, items + count, data());
-    size_ = count;
+    std::copy(items, items + count, data_);
+    size_ = static_cast<std::uint32_t>(count);
   }
   void steal(SmallVector& other) noexcept {
     size_ = other.size_;
-    capacity_ = other.capacity_;
-    if (other.heap_) {
-      heap_ = std::move(other.heap_);
+    if (other.on_heap()) {
+      data_ = other.data_;
+      capacity_ = other.capacity_;
+      other.data_ = other.inline_;
+      other.capacity_ = N;
     } else {
+      data_ = inline_;
+      capacity_ = N;
       for (std::size_t i = 0; i < other.size_ && i < N; ++i) inline_[i] = other.inline_[i];
     }
     other.size_ = 0;
-    other.capacity_ = N;
   }
 
+  T* data_ = inline_;
+  std::uint32_t size_ = 0;
+  std::uint32_t capacity_ = N;
   T inline_[N];
-  std::unique_ptr<T[]> heap_;
-  std::size_t size_ = 0;
-  std::size_t capacity_ = N;
 };
 
 }  // namespace tagflow::detail

@@ -1,5 +1,8 @@
 #include "tagflow/engine/threaded_engine.h"
 
+#include <chrono>
+#include <thread>
+
 #include <spdlog/spdlog.h>
 
 #include "tagflow/engine/error.h"
@@ -70,6 +73,9 @@ WorkerPool* ThreadedEngine::create_pool(int slot, Context ctx, QueueKind queue) 
   spdlog::debug("engine: started {} {} queue with {} worker(s)", pool->context().str(),
                 queue == QueueKind::kCopy ? "copy" : "compute", pool->num_workers());
   entry.store(pool.get(), std::memory_order_release);
+  const int started = num_started_.load(std::memory_order_relaxed);
+  started_[static_cast<std::size_t>(started)] = pool.get();
+  num_started_.store(started + 1, std::memory_order_release);
   owned_pools_.push_back(std::move(pool));
   return owned_pools_.back().get();
 }
@@ -108,6 +114,40 @@ void ThreadedEngine::push(Operation op) {
   }
   block->fn = std::move(op.fn);
   submit(block);
+  thread_local std::uint32_t pushes = 0;
+  if ((++pushes & 63) == 0 && config_.max_pending > 0 && this_worker().pool == nullptr) {
+    throttle();
+  }
+}
+
+std::uint64_t ThreadedEngine::completed_count() const {
+  std::uint64_t completed = external_completed_.load(std::memory_order_seq_cst);
+  const int n = num_started_.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i) completed += started_[static_cast<std::size_t>(i)]->completed();
+  return completed;
+}
+
+void ThreadedEngine::throttle() {
+  // See Note [Bounded run-ahead].
+  const auto limit = static_cast<std::uint64_t>(config_.max_pending);
+  std::uint64_t completed = completed_count();
+  if (pushed_.load(std::memory_order_relaxed) - completed <= limit) return;
+  auto last_progress = std::chrono::steady_clock::now();
+  for (int round = 0; pushed_.load(std::memory_order_relaxed) - completed > limit / 2; ++round) {
+    if (round < 16) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    const std::uint64_t now_completed = completed_count();
+    const auto now = std::chrono::steady_clock::now();
+    if (now_completed != completed) {
+      completed = now_completed;
+      last_progress = now;
+    } else if (now - last_progress > std::chrono::milliseconds(20)) {
+      return;  // stalled: the backlog may wait on this very thread
+    }
+  }
 }
 
 void ThreadedEngine::submit(OpBlock* op) {
@@ -211,8 +251,8 @@ void ThreadedEngine::count_completion() {
 }
 
 void ThreadedEngine::notify_idle() {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (all_waiters_.load(std::memory_order_relaxed) > 0) {
+  // Ordered with the waiter's increment in drain() (see WorkerPool::enqueue).
+  if (all_waiters_.fetch_add(0, std::memory_order_seq_cst) > 0) {
     all_epoch_.fetch_add(1, std::memory_order_seq_cst);
     all_epoch_.notify_all();
   }
@@ -235,7 +275,8 @@ void ThreadedEngine::on_ready(OpBlock* op, Followers* followers) {
   auto consider = [&](const Fence& fence) {
     if (!fence || fence.stream == own_stream || fence.stream->finished(fence.seq)) return;
     if (own_stream != nullptr) {
-      op->stream_waits.push_back(fence);
+      if (!op->stream_waits) op->stream_waits = std::make_unique<std::vector<Fence>>();
+      op->stream_waits->push_back(fence);
     } else {
       host_waits.push_back(fence);
     }
@@ -297,8 +338,8 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
   Stream* stream = pool.stream();
   for (int run = 0; op != nullptr && run < kMaxInlineRun; ++run) {
     followers.inline_next = nullptr;
-    if (stream != nullptr) {
-      for (const Fence& f : op->stream_waits) stream->wait(*f.stream, f.seq);
+    if (stream != nullptr && op->stream_waits) {
+      for (const Fence& f : *op->stream_waits) stream->wait(*f.stream, f.seq);
     }
     if (op->error) {
       finish(op, &followers);  // skipped: it inherited an error
@@ -394,10 +435,7 @@ void ThreadedEngine::drain() {
     const std::uint32_t epoch = all_epoch_.load(std::memory_order_seq_cst);
     // Completions first, pushes second: equal counts then mean that at the
     // moment the completions were read, everything pushed had completed.
-    std::uint64_t completed = external_completed_.load(std::memory_order_seq_cst);
-    for (auto& slot : pools_) {
-      if (WorkerPool* pool = slot.load(std::memory_order_acquire)) completed += pool->completed();
-    }
+    const std::uint64_t completed = completed_count();
     if (completed == pushed_.load(std::memory_order_seq_cst)) break;
     all_epoch_.wait(epoch, std::memory_order_seq_cst);
   }

@@ -18,6 +18,17 @@
 //    no worker thread blocks on a device.
 // wait_for_all() additionally synchronises every stream. Simulated and real
 // GPUs share this logic; only the Stream implementation differs.
+//
+// Note [Bounded run-ahead]
+// A client thread that pushes faster than the devices run would otherwise
+// queue without limit: memory grows with the backlog, and a backlog larger
+// than the caches makes every operation a cache miss for the workers (the
+// engine then runs several times slower). Every 64 pushes a client thread
+// checks the backlog; above `max_pending` it pauses until the backlog is
+// half that. Workers never pause (they are what drains the backlog). If
+// nothing completes for a while, the pause ends anyway: the backlog may be
+// waiting for something the client itself will do later (an asynchronous
+// operation it completes), and a throttle must never turn into a deadlock.
 
 #include <array>
 #include <atomic>
@@ -80,12 +91,17 @@ class ThreadedEngine final : public Engine, public EngineCore {
   void record_error(const std::exception_ptr& error);
   void wait_on(VarHandle var, Access access, const char* what);
   void drain();
+  std::uint64_t completed_count() const;
+  void throttle();
 
   EngineConfig config_;
   std::unique_ptr<DeviceBackend> backend_;
   std::array<std::atomic<WorkerPool*>, kMaxPools> pools_{};
   std::mutex pools_mutex_;
   std::vector<std::unique_ptr<WorkerPool>> owned_pools_;
+  /// The pools started so far, readable without the mutex.
+  std::array<WorkerPool*, kMaxPools> started_{};
+  std::atomic<int> num_started_{0};
 
   alignas(64) std::atomic<std::uint64_t> pushed_{0};
   alignas(64) std::atomic<std::uint64_t> external_completed_{0};

@@ -52,9 +52,10 @@ struct alignas(64) VarBlock : Pooled<VarBlock> {
   /// Set by the last writer; read by claims granted after it.
   std::exception_ptr error;
   /// Device work of the last writer and of the readers since (see Note
-  /// [Completion on device queues] in threaded_engine.h).
+  /// [Completion on device queues] in threaded_engine.h). The readers'
+  /// fences sit on the second cache line: only GPU readers touch them.
   Fence write_fence;
-  SmallVector<Fence, 2> read_fences;
+  alignas(64) SmallVector<Fence, 2> read_fences;
 
   /// True when no claim is active or queued (the caller holds `lock`).
   bool idle() const { return !writer_active && running_reads == 0 && head == nullptr; }

@@ -111,10 +111,11 @@ std::uint64_t WorkerPool::completed() const {
 
 void WorkerPool::enqueue(OpBlock* op) {
   queue_.push(op);
-  // Pairs with the sleeper's increment in next_op(): either it sees the
-  // operation, or we see it asleep.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (sleepers_.load(std::memory_order_relaxed) > 0) {
+  // A read-modify-write, not a plain load: it is ordered with the sleeper's
+  // increment in next_op(), so either the sleeper sees the operation or we
+  // see the sleeper. (A fence would do on x86; this is also what
+  // ThreadSanitizer can check.)
+  if (sleepers_.fetch_add(0, std::memory_order_seq_cst) > 0) {
     wake_epoch_.fetch_add(1, std::memory_order_seq_cst);
     wake_epoch_.notify_one();
   }

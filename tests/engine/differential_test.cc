@@ -623,13 +623,13 @@ void check_concurrent_clients(std::uint64_t seed, int num_clients, const Workloa
       std::latch start(num_clients);
       std::vector<std::thread> clients;
       for (std::size_t t = 0; t < workloads.size(); ++t) {
-        std::vector<VarHandle> vars;
-        for (int v = 0; v < workloads[t].num_vars; ++v) vars.push_back(engine->new_var());
-        for (VarHandle s : shared_vars) vars.push_back(s);
-        clients.emplace_back([&, t, vars = std::move(vars)] {
+        std::vector<VarHandle> client_vars;
+        for (int v = 0; v < workloads[t].num_vars; ++v) client_vars.push_back(engine->new_var());
+        for (VarHandle s : shared_vars) client_vars.push_back(s);
+        clients.emplace_back([&, t, client_vars] {
           start.arrive_and_wait();
           try {
-            push_workload(*engine, workloads[t], bindings[t], vars, seen[t]);
+            push_workload(*engine, workloads[t], bindings[t], client_vars, seen[t]);
           } catch (const std::exception& e) {
             ADD_FAILURE() << "client " << t << " threw: " << e.what();
           }
@@ -739,7 +739,7 @@ TEST_P(DifferentialHeavy, ConcurrentClientsMatchTheirSerialReplays) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Seeds, DifferentialHeavy, ::testing::Range(0, 12));
+INSTANTIATE_TEST_SUITE_P(Differential, DifferentialHeavy, ::testing::Range(0, 12));
 
 }  // namespace
 }  // namespace tagflow
