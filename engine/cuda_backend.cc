@@ -213,7 +213,7 @@ void CUDART_CB CudaStream::run_host_call(void* user_data) {
 void CudaStream::enqueue_host(HostFunction fn) {
   auto call = std::make_unique<HostCall>(HostCall{this, std::move(fn)});
   TAGFLOW_CUDA_CHECK(device(), cudaLaunchHostFunc(stream_, &run_host_call, call.get()));
-  call.release();  // owned by the driver now; run_host_call deletes it
+  static_cast<void>(call.release());  // owned by the driver now; run_host_call deletes it
 }
 
 cudaEvent_t CudaStream::take_free_event() {

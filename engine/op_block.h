@@ -3,6 +3,7 @@
 // Internal to engine/.
 
 #include <atomic>
+#include <cstdint>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -47,24 +48,32 @@ struct WaitSignal {
 };
 
 struct OpBlock : Pooled<OpBlock> {
-  // Written by the pusher, read by the worker: kept together, hot first.
-  OpFunction fn;
-  SmallVector<Dep, 3> deps;
-  const char* name = "op";
-  Context ctx;
-  int priority = 0;
-  /// Claims not yet granted (+1 while being pushed); then, for a host
+  /// Marks a closed successor list: the operation has completed.
+  static inline Edge* const kClosed = reinterpret_cast<Edge*>(std::uintptr_t{1});
+
+  // First line: what later pushes look at (Note [Dependencies as edges]).
+  std::atomic<Edge*> successors{nullptr};
+  std::uint64_t seq = 0;  ///< push sequence number, unique per engine
+  /// Edges not yet satisfied (+1 while being pushed); then, for a host
   /// operation, device fences not yet finished; for an asynchronous one, the
   /// references of its launcher and its Completion.
   std::atomic<std::int32_t> pending{0};
+  int priority = 0;
   OpKind kind = OpKind::kUser;
   QueueKind queue = QueueKind::kCompute;
+  Context ctx;
+  const char* name = "op";
   /// Where it runs (threaded engine); null for host operations.
   WorkerPool* pool = nullptr;
   EngineCore* engine = nullptr;
-  /// Ready-queue link and FIFO order among equal priorities.
+  /// Ready-queue link.
   OpBlock* next = nullptr;
-  std::uint64_t order = 0;
+
+  OpFunction fn;
+  SmallVector<Dep, 3> deps;
+  /// Edges into this operation, linked into its predecessors' lists.
+  SmallVector<Edge, 3> in_edges;
+
   /// Failure of this operation, or the error it inherited (then it is skipped).
   std::exception_ptr error;
   /// What its closure threw, and what its Completion reported (async).

@@ -86,11 +86,12 @@ VarHandle ThreadedEngine::new_var() { return new VarBlock; }
 
 void ThreadedEngine::delete_var(VarHandle var) {
   TAGFLOW_CHECK(var != nullptr, "delete_var: expected a variable, got null");
+  std::lock_guard lock(push_lock_);
   auto* op = new OpBlock;
   op->name = "delete_var";
   op->kind = OpKind::kDelete;
   op->engine = this;
-  op->deps.push_back(Dep{nullptr, op, var, Access::kWrite});
+  op->deps.push_back(Dep{var, Access::kWrite});
   submit(op);
 }
 
@@ -98,22 +99,26 @@ void ThreadedEngine::delete_var(VarHandle var) {
 
 void ThreadedEngine::push(Operation op) {
   TAGFLOW_CHECK(static_cast<bool>(op.fn), "push: operation '{}' has no closure", op.name);
-  WorkerPool* pool = pool_for(op.name, op.ctx, op.queue);
-  auto* block = new OpBlock;
-  block->name = op.name;
-  block->ctx = op.ctx;
-  block->priority = op.priority;
-  block->queue = op.queue;
-  block->pool = pool;
-  block->engine = this;
-  try {
-    block->set_deps(op.reads, op.writes);
-  } catch (...) {
-    delete block;
-    throw;
+  for (VarHandle v : op.reads) {
+    TAGFLOW_CHECK(v != nullptr, "push: operation '{}' lists a null variable in reads", op.name);
   }
-  block->fn = std::move(op.fn);
-  submit(block);
+  for (VarHandle v : op.writes) {
+    TAGFLOW_CHECK(v != nullptr, "push: operation '{}' lists a null variable in writes", op.name);
+  }
+  WorkerPool* pool = pool_for(op.name, op.ctx, op.queue);
+  {
+    std::lock_guard lock(push_lock_);
+    auto* block = new OpBlock;
+    block->name = op.name;
+    block->ctx = op.ctx;
+    block->priority = op.priority;
+    block->queue = op.queue;
+    block->pool = pool;
+    block->engine = this;
+    block->set_deps(op.reads, op.writes);
+    block->fn = std::move(op.fn);
+    submit(block);
+  }
   thread_local std::uint32_t pushes = 0;
   if ((++pushes & 63) == 0 && config_.max_pending > 0 && this_worker().pool == nullptr) {
     throttle();
@@ -152,91 +157,111 @@ void ThreadedEngine::throttle() {
 
 void ThreadedEngine::submit(OpBlock* op) {
   pushed_.fetch_add(1, std::memory_order_relaxed);
-  const auto n = static_cast<std::int32_t>(op->deps.size());
-  op->pending.store(n + 1, std::memory_order_relaxed);
-  for (Dep& d : op->deps) d.var->lock.lock();
-  std::int32_t granted = 0;
-  for (Dep& d : op->deps) granted += append(d) ? 1 : 0;
-  for (Dep& d : op->deps) d.var->lock.unlock();
-  if (op->pending.fetch_sub(granted + 1, std::memory_order_acq_rel) == granted + 1) {
-    on_ready(op, nullptr);
+  op->seq = next_seq_++;
+  // At most one edge per read, one per pending reader (or the writer) per write.
+  std::size_t most = 1;
+  for (const Dep& d : op->deps) {
+    most += is_write(d.access) ? std::max<std::size_t>(1, d.var->readers.size()) : 1;
   }
-}
-
-bool ThreadedEngine::append(Dep& dep) {
-  VarBlock& v = *dep.var;
-  const bool free = !v.writer_active && v.head == nullptr;
-  if (!is_write(dep.access)) {
-    if (free) {
-      ++v.running_reads;
-      return true;
-    }
-  } else if (free && v.running_reads == 0) {
-    v.writer_active = true;
-    return true;
-  }
-  dep.next = nullptr;
-  if (v.tail != nullptr) {
-    v.tail->next = &dep;
-  } else {
-    v.head = &dep;
-  }
-  v.tail = &dep;
-  return false;
-}
-
-// --- completion: releasing claims ----------------------------------------------
-
-void ThreadedEngine::release(Dep& dep, SmallVector<OpBlock*, 8>& granted) {
-  VarBlock& v = *dep.var;
-  const OpBlock& op = *dep.op;
-  if (!is_write(dep.access)) {
-    --v.running_reads;
-    if (op.fence) v.add_read_fence(op.fence);
-    if (v.running_reads > 0) return;
-  } else {
-    v.writer_active = false;
-    if (op.kind == OpKind::kUser) {
-      v.error = op.error;
-      v.write_fence = op.fence;
-      v.read_fences.clear();
+  op->in_edges.reserve(most);
+  op->pending.store(static_cast<std::int32_t>(most), std::memory_order_relaxed);
+  std::int32_t edges = 0;
+  for (const Dep& d : op->deps) {
+    VarBlock& v = *d.var;
+    if (!is_write(d.access)) {
+      add_edge(v.last_writer, op, edges);
+      if (v.readers.size() >= v.prune_at) {
+        // Drop readers that have completed; grow the bound if few did.
+        std::size_t kept = 0;
+        for (const OpRef& r : v.readers) {
+          if (r.op->seq == r.seq && r.op->successors.load(std::memory_order_acquire) !=
+                                        OpBlock::kClosed) {
+            v.readers[kept++] = r;
+          }
+        }
+        v.readers.truncate(kept);
+        v.prune_at = static_cast<std::uint32_t>(std::max<std::size_t>(8, 2 * kept));
+      }
+      v.readers.push_back(OpRef{op, op->seq});
+    } else {
+      bool after_readers = false;
+      for (const OpRef& r : v.readers) after_readers = add_edge(r, op, edges) || after_readers;
+      // Readers follow the writer: with none pending, the writer is what is left.
+      if (!after_readers) add_edge(v.last_writer, op, edges);
+      v.readers.clear();
+      v.prune_at = 8;
+      v.last_writer = OpRef{op, op->seq};
     }
   }
-  auto pop = [&v] {
-    Dep* d = v.head;
-    v.head = d->next;
-    if (v.head == nullptr) v.tail = nullptr;
-    return d;
-  };
-  while (v.head != nullptr && !is_write(v.head->access)) {
-    ++v.running_reads;
-    granted.push_back(pop()->op);
+  // Give back the edges not made, and the pusher's own reference.
+  const auto unused = static_cast<std::int32_t>(most) - edges;
+  if (op->pending.fetch_sub(unused, std::memory_order_acq_rel) == unused) on_ready(op, nullptr);
+}
+
+bool ThreadedEngine::add_edge(const OpRef& pred, OpBlock* op, std::int32_t& edges) {
+  // A recycled record (other sequence number) completed long ago.
+  if (pred.op == nullptr || pred.op->seq != pred.seq) return false;
+  Edge* head = pred.op->successors.load(std::memory_order_acquire);
+  if (head == OpBlock::kClosed) return false;
+  op->in_edges.push_back(Edge{nullptr, op});
+  Edge* edge = &op->in_edges[op->in_edges.size() - 1];
+  do {
+    if (head == OpBlock::kClosed) {
+      op->in_edges.truncate(op->in_edges.size() - 1);
+      return false;
+    }
+    edge->next = head;
+  } while (!pred.op->successors.compare_exchange_weak(head, edge, std::memory_order_acq_rel,
+                                                      std::memory_order_acquire));
+  ++edges;
+  return true;
+}
+
+// --- completion: following edges -----------------------------------------------
+
+void ThreadedEngine::leave_on(const Dep& dep, const OpBlock& op) {
+  VarBlock& v = *dep.var;
+  if (!is_write(dep.access)) {
+    if (op.fence) {
+      std::lock_guard lock(v.lock);
+      v.add_read_fence(op.fence);
+    }
+    return;
   }
-  if (v.running_reads == 0 && v.head != nullptr) {
-    v.writer_active = true;
-    granted.push_back(pop()->op);
+  if (op.kind != OpKind::kUser) return;  // waits and deletions leave nothing
+  // Writers run alone: no lock needed. Skip stores that change nothing, so
+  // that CPU operations without errors leave the line shared.
+  if (v.error != op.error) v.error = op.error;
+  if (v.write_fence.stream != op.fence.stream || v.write_fence.seq != op.fence.seq) {
+    v.write_fence = op.fence;
   }
+  if (!v.read_fences.empty()) v.read_fences.clear();
 }
 
 void ThreadedEngine::complete(OpBlock* op, Followers* followers) {
   if (op->error && op->kind == OpKind::kUser) record_error(op->error);
-  SmallVector<OpBlock*, 8> granted;
-  for (Dep& d : op->deps) {
-    std::lock_guard lock(d.var->lock);
-    release(d, granted);
-  }
-  if (op->kind == OpKind::kDelete) {
-    VarBlock* var = op->deps[0].var;
-    if (var->idle()) {
-      delete var;
-    } else {
-      spdlog::error("delete_var: operations were pushed on a deleted variable; it is kept");
-    }
-  }
-  for (OpBlock* g : granted) {
-    if (g->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) on_ready(g, followers);
+  for (const Dep& d : op->deps) leave_on(d, *op);
+  if (op->kind == OpKind::kDelete) delete op->deps[0].var;  // nothing can follow it
+  // Close the list, then release the successors in push order (the stack
+  // holds them newest first).
+  Edge* list = op->successors.exchange(OpBlock::kClosed, std::memory_order_acq_rel);
+  Edge* ordered = nullptr;
+  while (list != nullptr) {
+    Edge* next = list->next;
+    list->next = ordered;
+    ordered = list;
+    list = next;
   }
   delete op;
+  while (ordered != nullptr) {
+    // Read the link first: once released, the successor may run and be freed.
+    Edge* next = ordered->next;
+    OpBlock* successor = ordered->to;
+    if (successor->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      on_ready(successor, followers);
+    }
+    ordered = next;
+  }
   count_completion();
 }
 
@@ -270,6 +295,21 @@ void ThreadedEngine::record_error(const std::exception_ptr& error) {
 // --- ready: errors, fences, hand-over -------------------------------------------
 
 void ThreadedEngine::on_ready(OpBlock* op, Followers* followers) {
+  // Every claim is granted, so no conflicting operation can change the
+  // variables' error and fences while we read them.
+  bool has_fences = false;
+  for (const Dep& d : op->deps) {
+    const VarBlock& v = *d.var;
+    if (reads_value(d.access) && v.error && !op->error && op->kind == OpKind::kUser) {
+      op->error = v.error;  // inherited: the operation is skipped
+    }
+    has_fences = has_fences || v.write_fence || (is_write(d.access) && !v.read_fences.empty());
+  }
+  if (has_fences && hold_for_fences(op)) return;
+  run_or_enqueue(op, followers);
+}
+
+bool ThreadedEngine::hold_for_fences(OpBlock* op) {
   Stream* own_stream = op->pool != nullptr ? op->pool->stream() : nullptr;
   SmallVector<Fence, 4> host_waits;
   auto consider = [&](const Fence& fence) {
@@ -281,21 +321,13 @@ void ThreadedEngine::on_ready(OpBlock* op, Followers* followers) {
       host_waits.push_back(fence);
     }
   };
-  // Every claim is granted, so no conflicting operation can change these fields.
   for (const Dep& d : op->deps) {
-    const VarBlock& v = *d.var;
-    if (reads_value(d.access) && v.error && !op->error && op->kind == OpKind::kUser) {
-      op->error = v.error;  // inherited: the operation is skipped
-    }
-    consider(v.write_fence);
+    consider(d.var->write_fence);
     if (is_write(d.access)) {
-      for (const Fence& f : v.read_fences) consider(f);
+      for (const Fence& f : d.var->read_fences) consider(f);
     }
   }
-  if (host_waits.empty()) {
-    run_or_enqueue(op, followers);
-    return;
-  }
+  if (host_waits.empty()) return false;
   // Held back until its device inputs have finished; the last fence to
   // finish hands it on, from the stream's thread.
   op->pending.store(static_cast<std::int32_t>(host_waits.size()) + 1, std::memory_order_relaxed);
@@ -304,7 +336,8 @@ void ThreadedEngine::on_ready(OpBlock* op, Followers* followers) {
       if (op->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) run_or_enqueue(op, nullptr);
     });
   }
-  if (op->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) run_or_enqueue(op, followers);
+  // Our own reference: if every fence finished meanwhile, we hand it on.
+  return op->pending.fetch_sub(1, std::memory_order_acq_rel) != 1;
 }
 
 void ThreadedEngine::run_or_enqueue(OpBlock* op, Followers* followers) {
@@ -400,13 +433,16 @@ void ThreadedEngine::wait_on(VarHandle var, Access access, const char* what) {
   check_not_inside_operation(what);
   TAGFLOW_CHECK(var != nullptr, "{}: expected a variable, got null", what);
   WaitSignal signal;
-  auto* op = new OpBlock;
-  op->name = what;
-  op->kind = OpKind::kWait;
-  op->engine = this;
-  op->signal = &signal;
-  op->deps.push_back(Dep{nullptr, op, var, access});
-  submit(op);
+  {
+    std::lock_guard lock(push_lock_);
+    auto* op = new OpBlock;
+    op->name = what;
+    op->kind = OpKind::kWait;
+    op->engine = this;
+    op->signal = &signal;
+    op->deps.push_back(Dep{var, access});
+    submit(op);
+  }
   signal.wait();
   if (signal.error) std::rethrow_exception(signal.error);
 }

@@ -79,10 +79,17 @@ class ThreadedEngine final : public Engine, public EngineCore {
 
   WorkerPool* pool_for(const char* op_name, Context ctx, QueueKind queue);
   WorkerPool* create_pool(int slot, Context ctx, QueueKind queue);
+  /// Makes `op` known: edges from the operations it must follow. Takes
+  /// ownership; the caller holds `push_lock_` and allocated `op` under it.
   void submit(OpBlock* op);
-  bool append(Dep& dep);
-  void release(Dep& dep, SmallVector<OpBlock*, 8>& granted);
+  /// Links `op` after `pred` unless `pred` has completed; true if linked.
+  static bool add_edge(const OpRef& pred, OpBlock* op, std::int32_t& edges);
+  /// Records on `var` what the completing `op` leaves there (error, fences).
+  static void leave_on(const Dep& dep, const OpBlock& op);
   void on_ready(OpBlock* op, Followers* followers);
+  /// Records the device fences `op` must respect; true if it is held back
+  /// until fences finish (it is then handed on from the stream's thread).
+  bool hold_for_fences(OpBlock* op);
   void run_or_enqueue(OpBlock* op, Followers* followers);
   void finish_host_op(OpBlock* op, Followers* followers);
   void finish(OpBlock* op, Followers* followers);
@@ -103,6 +110,10 @@ class ThreadedEngine final : public Engine, public EngineCore {
   std::array<WorkerPool*, kMaxPools> started_{};
   std::atomic<int> num_started_{0};
 
+  /// Guards the pusher's side of every variable and the allocation of
+  /// operation records (Note [Dependencies as edges]).
+  alignas(64) SpinLock push_lock_;
+  std::uint64_t next_seq_ = 1;
   alignas(64) std::atomic<std::uint64_t> pushed_{0};
   alignas(64) std::atomic<std::uint64_t> external_completed_{0};
   alignas(64) std::atomic<std::uint32_t> all_waiters_{0};

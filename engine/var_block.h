@@ -1,16 +1,29 @@
 #pragma once
-// VarBlock: the engine's record of one variable, and Dep, one operation's
-// claim on it. Internal to engine/.
+// VarBlock: the engine's record of one variable; Dep, an operation's claim on
+// one; Edge, a "runs after" link between two operations. Internal to engine/.
 //
-// Note [Variable queues]
-// Each variable keeps the claims that cannot run yet in a FIFO threaded
-// through the Dep records embedded in the operations (no allocation per
-// claim). Granted claims are counted: either one writer is active, or
-// `running_reads` readers are. A claim is granted when it reaches the front
-// and does not conflict with the active ones: consecutive reads are granted
-// together; a write waits until it is alone. Each variable has its own spin
-// lock; an operation's variables are locked together, in address order, while
-// it is appended, so concurrent pushers agree on one order everywhere.
+// Note [Dependencies as edges]
+// The pusher turns claims into edges between operations, and the workers only
+// follow edges. Each variable remembers, for the pusher, the last operation
+// that wrote it and the readers pushed since. A read gets an edge from that
+// writer; a write gets edges from those readers (or from the writer when there
+// are none). An edge is published by pushing it on the predecessor's
+// successor list, a lock-free stack that the predecessor closes when it
+// completes; a closed list means the dependency is already satisfied. The
+// operation counts its published edges and runs when the count drops to zero.
+//
+// The pusher-side fields are guarded by the engine's push lock, so a worker
+// never touches them: a variable's first cache line stays with the pushing
+// thread. References to earlier operations carry their push sequence number:
+// operation records are recycled, and only allocated under the push lock, so
+// a reference whose number no longer matches its record points to an
+// operation that completed long ago.
+//
+// What completing operations leave on a variable (an error, the fences of
+// device work) sits on its second line, behind its own small lock. Readers of
+// those fields are ordered by the edges: when an operation may run, every
+// earlier conflicting operation has completed and no later one can have
+// started, so they describe exactly the value it will see.
 
 #include <cstdint>
 #include <exception>
@@ -23,7 +36,6 @@
 namespace tagflow::detail {
 
 struct OpBlock;
-struct VarBlock;
 
 /// How an operation uses one variable.
 enum class Access : std::uint8_t {
@@ -35,30 +47,43 @@ enum class Access : std::uint8_t {
 constexpr bool is_write(Access a) { return a != Access::kRead; }
 constexpr bool reads_value(Access a) { return a != Access::kWrite; }
 
-/// One operation's claim on one variable; also the link of the variable's queue.
+struct VarBlock;
+
+/// One operation's claim on one variable.
 struct Dep {
-  Dep* next;
-  OpBlock* op;
   VarBlock* var;
   Access access;
 };
 
+/// "Run `to` after the operation whose successor list holds this edge."
+/// Stored in `to`, which outlives every list it is linked into.
+struct Edge {
+  Edge* next;
+  OpBlock* to;
+};
+
+/// An earlier operation, as long as its record has not been recycled.
+struct OpRef {
+  OpBlock* op = nullptr;
+  std::uint64_t seq = 0;
+};
+
 struct alignas(64) VarBlock : Pooled<VarBlock> {
-  SpinLock lock;
-  bool writer_active = false;
-  std::uint32_t running_reads = 0;
-  Dep* head = nullptr;  ///< first claim not yet granted
-  Dep* tail = nullptr;
-  /// Set by the last writer; read by claims granted after it.
+  // --- the pusher's, under the engine's push lock ---
+  OpRef last_writer;
+  /// Readers pushed since `last_writer`; some may have completed.
+  SmallVector<OpRef, 3> readers;
+  /// Size above which `readers` is pruned of completed operations.
+  std::uint32_t prune_at = 8;
+
+  // --- left by completing operations, read once they may run ---
+  alignas(64) SpinLock lock;  ///< for concurrent readers adding fences
+  /// Error of the last writer, or the error it inherited.
   std::exception_ptr error;
   /// Device work of the last writer and of the readers since (see Note
-  /// [Completion on device queues] in threaded_engine.h). The readers'
-  /// fences sit on the second cache line: only GPU readers touch them.
+  /// [Completion on device queues] in threaded_engine.h).
   Fence write_fence;
-  alignas(64) SmallVector<Fence, 2> read_fences;
-
-  /// True when no claim is active or queued (the caller holds `lock`).
-  bool idle() const { return !writer_active && running_reads == 0 && head == nullptr; }
+  SmallVector<Fence, 2> read_fences;
 
   /// Keeps, per stream, only the latest fence: later marks cover earlier ones.
   void add_read_fence(const Fence& fence) {

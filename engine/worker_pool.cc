@@ -30,7 +30,7 @@ namespace {
 /// Heap order: higher priority first, then earlier push.
 bool runs_later(const OpBlock* a, const OpBlock* b) {
   if (a->priority != b->priority) return a->priority < b->priority;
-  return a->order > b->order;
+  return a->seq > b->seq;
 }
 }  // namespace
 
@@ -45,7 +45,6 @@ void ReadyQueue::push(OpBlock* op) {
     }
     fifo_tail_ = op;
   } else {
-    op->order = next_order_++;
     heap_.push_back(op);
     std::push_heap(heap_.begin(), heap_.end(), runs_later);
     if (op->priority > 0) prioritized_.fetch_add(1, std::memory_order_relaxed);

@@ -39,7 +39,6 @@ class ReadyQueue {
   OpBlock* fifo_head_ = nullptr;
   OpBlock* fifo_tail_ = nullptr;
   std::vector<OpBlock*> heap_;
-  std::uint64_t next_order_ = 0;
   std::atomic<std::uint32_t> size_{0};
   std::atomic<std::uint32_t> prioritized_{0};  ///< heap entries with priority > 0
 };
