@@ -81,7 +81,13 @@ void NaiveEngine::push(Operation op) {
         if (launch_error) std::rethrow_exception(launch_error);
         if (finished.error) std::rethrow_exception(finished.error);
       }
-      if (stream != nullptr) stream->synchronize(stream->record());
+      if (stream != nullptr) {
+        stream->synchronize(stream->record());
+        // Device work failing is sticky on the stream: the first failure is
+        // this operation's.
+        std::exception_ptr device_error = stream->error();
+        if (device_error && reported_.insert(stream).second) std::rethrow_exception(device_error);
+      }
     } catch (...) {
       block.error = block.wrap(std::current_exception());
     }

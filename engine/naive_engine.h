@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 
 #include "tagflow/engine/device_backend.h"
 #include "tagflow/engine/engine.h"
@@ -40,6 +41,7 @@ class NaiveEngine final : public Engine, public EngineCore {
   std::recursive_mutex mutex_;  // one operation at a time; closures may push
   std::map<std::pair<int, QueueKind>, std::unique_ptr<Stream>> streams_;
   std::exception_ptr first_error_;
+  std::set<Stream*> reported_;  ///< streams whose sticky error was reported
 };
 
 }  // namespace tagflow::detail

@@ -23,6 +23,17 @@ namespace tagflow::detail {
 
 class ObjectPoolCache;
 
+/// Asks for a cache line in exclusive state, ready to be written. PREFETCHW
+/// is a no-op on x86 processors that predate it, so it is emitted directly
+/// rather than left to -march.
+inline void prefetch_for_write(const void* p) {
+#if defined(__x86_64__)
+  asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
+#else
+  __builtin_prefetch(p, 1, 3);
+#endif
+}
+
 /// Registry of every cache and chunk for one block size (never freed).
 class ObjectPoolRegistry {
  public:
@@ -63,7 +74,7 @@ class alignas(64) ObjectPoolCache {
     // lines here now, so the next allocation finds them (Note [Operation memory]).
     if (local_ != nullptr) {
       const auto* bytes = reinterpret_cast<const char*>(local_);
-      for (std::size_t off = 0; off < stride_; off += 64) __builtin_prefetch(bytes + off, 1, 3);
+      for (std::size_t off = 0; off < stride_; off += 64) prefetch_for_write(bytes + off);
     }
     return reinterpret_cast<char*>(slot) + offset_;
   }

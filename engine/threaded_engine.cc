@@ -18,7 +18,9 @@ constexpr int kMaxInlineRun = 256;
 }  // namespace
 
 ThreadedEngine::ThreadedEngine(const EngineConfig& config)
-    : config_(config), backend_(make_device_backend(config)) {
+    : config_(config),
+      backend_(make_device_backend(config)),
+      cores_(static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {
   TAGFLOW_CHECK(static_cast<int>(backend_->devices().size()) <= kMaxGpus,
                 "engine: at most {} GPUs are supported, found {}", kMaxGpus,
                 backend_->devices().size());
@@ -26,6 +28,9 @@ ThreadedEngine::ThreadedEngine(const EngineConfig& config)
 
 ThreadedEngine::~ThreadedEngine() {
   drain();
+  // A Completion called from a client thread may still be on its way out of
+  // complete_async() after the count that released drain().
+  while (completers_inside_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
   for (auto& pool : owned_pools_) pool->stop();
   if (has_error_.load()) {
     spdlog::warn("engine shut down with an operation error never waited for: {}",
@@ -64,14 +69,14 @@ WorkerPool* ThreadedEngine::create_pool(int slot, Context ctx, QueueKind queue) 
   if (WorkerPool* existing = entry.load(std::memory_order_relaxed)) return existing;
   std::unique_ptr<WorkerPool> pool;
   if (ctx.is_gpu()) {
-    pool = std::make_unique<WorkerPool>(*this, ctx, queue, 1, backend_->make_stream(ctx, queue),
-                                        config_.worker_spin);
+    pool = std::make_unique<WorkerPool>(*this, ctx, queue, 1, backend_->make_stream(ctx, queue));
   } else {
     pool = std::make_unique<WorkerPool>(*this, cpu(ctx.index), QueueKind::kCompute,
-                                        config_.cpu_workers, nullptr, config_.worker_spin);
+                                        config_.cpu_workers, nullptr);
   }
   spdlog::debug("engine: started {} {} queue with {} worker(s)", pool->context().str(),
                 queue == QueueKind::kCopy ? "copy" : "compute", pool->num_workers());
+  worker_threads_.fetch_add(pool->num_workers(), std::memory_order_relaxed);
   entry.store(pool.get(), std::memory_order_release);
   const int started = num_started_.load(std::memory_order_relaxed);
   started_[static_cast<std::size_t>(started)] = pool.get();
@@ -275,6 +280,14 @@ void ThreadedEngine::count_completion() {
   notify_idle();
 }
 
+int ThreadedEngine::spin_budget() const {
+  // Spinning pays only with a core to spare; with more workers than cores it
+  // takes the core from the thread that would produce the work.
+  const int threads = worker_threads_.load(std::memory_order_relaxed);
+  if (threads <= cores_) return config_.worker_spin;
+  return config_.worker_spin * cores_ / (4 * threads);
+}
+
 void ThreadedEngine::notify_idle() {
   // Ordered with the waiter's increment in drain() (see WorkerPool::enqueue).
   if (all_waiters_.fetch_add(0, std::memory_order_seq_cst) > 0) {
@@ -371,8 +384,12 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
   Stream* stream = pool.stream();
   for (int run = 0; op != nullptr && run < kMaxInlineRun; ++run) {
     followers.inline_next = nullptr;
-    if (stream != nullptr && op->stream_waits) {
-      for (const Fence& f : *op->stream_waits) stream->wait(*f.stream, f.seq);
+    if (stream != nullptr && op->stream_waits && !op->error) {
+      try {
+        for (const Fence& f : *op->stream_waits) stream->wait(*f.stream, f.seq);
+      } catch (...) {
+        op->error = op->wrap(std::current_exception());  // a broken device: skip the work
+      }
     }
     if (op->error) {
       finish(op, &followers);  // skipped: it inherited an error
@@ -409,8 +426,12 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
 }
 
 void ThreadedEngine::complete_async(OpBlock* op, std::exception_ptr error) {
+  // Called from any thread, possibly one the engine does not own: counted,
+  // so that the destructor waits until it has stopped touching the engine.
+  completers_inside_.fetch_add(1, std::memory_order_acq_rel);
   op->async_error = std::move(error);
   if (op->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(op, nullptr);
+  completers_inside_.fetch_sub(1, std::memory_order_release);  // the last touch
 }
 
 void ThreadedEngine::finish(OpBlock* op, Followers* followers) {
@@ -423,7 +444,13 @@ void ThreadedEngine::finish(OpBlock* op, Followers* followers) {
   }
   // Device work enqueued by the operation ends at this mark, skipped or not:
   // successors must still order after the fences it waited on.
-  if (Stream* stream = op->pool->stream()) op->fence = Fence{stream, stream->record()};
+  if (Stream* stream = op->pool->stream()) {
+    try {
+      op->fence = Fence{stream, stream->record()};
+    } catch (...) {
+      if (!op->error) op->error = op->wrap(std::current_exception());
+    }
+  }
   complete(op, followers);
 }
 
@@ -476,11 +503,26 @@ void ThreadedEngine::drain() {
     all_epoch_.wait(epoch, std::memory_order_seq_cst);
   }
   all_waiters_.fetch_sub(1, std::memory_order_seq_cst);
-  // Operations on GPUs complete when launched; their device work may still run.
-  for (auto& slot : pools_) {
-    WorkerPool* pool = slot.load(std::memory_order_acquire);
-    if (pool != nullptr && pool->stream() != nullptr) {
-      pool->stream()->synchronize(pool->stream()->record());
+  // Operations on GPUs complete when launched; their device work may still
+  // run. An error raised by that work (a kernel, a host function) is sticky
+  // on its stream; the first one not yet reported joins the operation errors.
+  std::lock_guard lock(drain_mutex_);
+  const int n = num_started_.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i) {
+    WorkerPool* pool = started_[static_cast<std::size_t>(i)];
+    Stream* stream = pool->stream();
+    if (stream == nullptr) continue;
+    try {
+      stream->synchronize(stream->record());
+      if (std::exception_ptr error = stream->error(); error && !pool->stream_error_reported) {
+        pool->stream_error_reported = true;
+        record_error(std::make_exception_ptr(OperationError(
+            pool->kind() == QueueKind::kCopy ? "device work on the copy stream"
+                                             : "device work on the compute stream",
+            pool->context(), error)));
+      }
+    } catch (...) {
+      record_error(std::current_exception());
     }
   }
 }

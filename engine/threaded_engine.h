@@ -19,6 +19,16 @@
 // wait_for_all() additionally synchronises every stream. Simulated and real
 // GPUs share this logic; only the Stream implementation differs.
 //
+// Note [Idle workers]
+// A worker whose queue is empty polls it for a while before it sleeps on a
+// futex: work pushed in the meantime is picked up without a wake-up system
+// call. Only one worker per pool polls; the others sleep at once, and the
+// poller wakes one of them when it finds more work than it can take. Pushes
+// wake a sleeper only when no worker polls. Polling only pays when a core is
+// free for it: several pollers, or pollers on a machine with more worker
+// threads than cores (several cpu(i) devices, simulated GPUs), take the core
+// from the threads that produce the work, so the budget shrinks there.
+//
 // Note [Bounded run-ahead]
 // A client thread that pushes faster than the devices run would otherwise
 // queue without limit: memory grows with the backlog, and a backlog larger
@@ -63,6 +73,8 @@ class ThreadedEngine final : public Engine, public EngineCore {
   OpBlock* execute(OpBlock* op, WorkerPool& pool, int index);
   /// A worker found its queue empty: wake wait_for_all() if it waits.
   void notify_idle();
+  /// Polls of an empty queue before a worker sleeps (Note [Idle workers]).
+  int spin_budget() const;
   void complete_async(OpBlock* op, std::exception_ptr error) override;
 
  private:
@@ -103,6 +115,8 @@ class ThreadedEngine final : public Engine, public EngineCore {
 
   EngineConfig config_;
   std::unique_ptr<DeviceBackend> backend_;
+  int cores_;
+  std::atomic<int> worker_threads_{0};
   std::array<std::atomic<WorkerPool*>, kMaxPools> pools_{};
   std::mutex pools_mutex_;
   std::vector<std::unique_ptr<WorkerPool>> owned_pools_;
@@ -117,7 +131,9 @@ class ThreadedEngine final : public Engine, public EngineCore {
   alignas(64) std::atomic<std::uint64_t> pushed_{0};
   alignas(64) std::atomic<std::uint64_t> external_completed_{0};
   alignas(64) std::atomic<std::uint32_t> all_waiters_{0};
+  std::atomic<std::uint32_t> completers_inside_{0};
   std::atomic<std::uint32_t> all_epoch_{0};
+  std::mutex drain_mutex_;  ///< serialises the stream checks of drain()
   std::atomic<bool> has_error_{false};
   std::mutex error_mutex_;
   std::exception_ptr first_error_;

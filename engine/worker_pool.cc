@@ -24,68 +24,14 @@ void check_not_inside_operation(const char* what) {
   }
 }
 
-// --- ReadyQueue ----------------------------------------------------------------
-
-namespace {
-/// Heap order: higher priority first, then earlier push.
-bool runs_later(const OpBlock* a, const OpBlock* b) {
-  if (a->priority != b->priority) return a->priority < b->priority;
-  return a->seq > b->seq;
-}
-}  // namespace
-
-void ReadyQueue::push(OpBlock* op) {
-  std::lock_guard lock(lock_);
-  if (op->priority == 0) {
-    op->next = nullptr;
-    if (fifo_tail_ != nullptr) {
-      fifo_tail_->next = op;
-    } else {
-      fifo_head_ = op;
-    }
-    fifo_tail_ = op;
-  } else {
-    heap_.push_back(op);
-    std::push_heap(heap_.begin(), heap_.end(), runs_later);
-    if (op->priority > 0) prioritized_.fetch_add(1, std::memory_order_relaxed);
-  }
-  size_.store(size_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-}
-
-OpBlock* ReadyQueue::pop() {
-  std::lock_guard lock(lock_);
-  OpBlock* op = nullptr;
-  if (!heap_.empty() && (heap_.front()->priority > 0 || fifo_head_ == nullptr)) {
-    std::pop_heap(heap_.begin(), heap_.end(), runs_later);
-    op = heap_.back();
-    heap_.pop_back();
-    if (op->priority > 0) prioritized_.fetch_sub(1, std::memory_order_relaxed);
-  } else if (fifo_head_ != nullptr) {
-    op = fifo_head_;
-    fifo_head_ = op->next;
-    if (fifo_head_ == nullptr) fifo_tail_ = nullptr;
-  } else {
-    return nullptr;
-  }
-  size_.store(size_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
-  return op;
-}
-
-bool ReadyQueue::has_priority_above_slow(int priority) const {
-  if (prioritized_.load(std::memory_order_relaxed) == 0) return false;
-  std::lock_guard lock(lock_);
-  return !heap_.empty() && heap_.front()->priority > priority;
-}
-
 // --- WorkerPool ------------------------------------------------------------------
 
 WorkerPool::WorkerPool(ThreadedEngine& engine, Context ctx, QueueKind kind, int num_workers,
-                       std::unique_ptr<Stream> stream, int spin)
+                       std::unique_ptr<Stream> stream)
     : engine_(engine),
       ctx_(ctx),
       kind_(kind),
       stream_(std::move(stream)),
-      spin_(spin),
       counters_(std::make_unique<Counter[]>(static_cast<std::size_t>(num_workers))) {
   threads_.reserve(static_cast<std::size_t>(num_workers));
   for (int i = 0; i < num_workers; ++i) threads_.emplace_back([this, i] { run(i); });
@@ -110,36 +56,64 @@ std::uint64_t WorkerPool::completed() const {
 
 void WorkerPool::enqueue(OpBlock* op) {
   queue_.push(op);
-  // A read-modify-write, not a plain load: it is ordered with the sleeper's
-  // increment in next_op(), so either the sleeper sees the operation or we
-  // see the sleeper. (A fence would do on x86; this is also what
-  // ThreadSanitizer can check.)
-  if (sleepers_.fetch_add(0, std::memory_order_seq_cst) > 0) {
-    wake_epoch_.fetch_add(1, std::memory_order_seq_cst);
-    wake_epoch_.notify_one();
-  }
+  // A read-modify-write, not a plain load: it is ordered with the idle
+  // worker's own update in next_op(), so either that worker sees the
+  // operation or we see it asleep. (A fence would do on x86; this is also
+  // what ThreadSanitizer can check.) A spinning worker will find the
+  // operation by itself: no wake-up then (Note [Idle workers]).
+  const std::uint32_t idle = idle_.fetch_add(0, std::memory_order_seq_cst);
+  if (spinners(idle) == 0 && sleepers(idle) > 0) wake_one();
 }
 
-OpBlock* WorkerPool::next_op(int index) {
-  (void)index;
+void WorkerPool::wake_one() {
+  wake_epoch_.fetch_add(1, std::memory_order_seq_cst);
+  wake_epoch_.notify_one();
+}
+
+OpBlock* WorkerPool::next_op() {
   if (OpBlock* op = queue_.pop()) return op;
   engine_.notify_idle();
-  for (int polls = 0;; ++polls) {
-    if (queue_.size() > 0) {
-      if (OpBlock* op = queue_.pop()) return op;
-    }
+  for (;;) {
     if (stopping_.load(std::memory_order_acquire)) return nullptr;
-    if (polls < spin_) {
-      cpu_relax();
-      continue;
+    // At most one worker polls; the others sleep until it hands work on.
+    std::uint32_t idle = idle_.load(std::memory_order_relaxed);
+    bool spinning = false;
+    while (spinners(idle) == 0) {
+      if (idle_.compare_exchange_weak(idle, idle + kOneSpinner, std::memory_order_seq_cst)) {
+        spinning = true;
+        break;
+      }
     }
-    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    if (spinning) {
+      const int budget = engine_.spin_budget();
+      for (int polls = 0; polls < budget; ++polls) {
+        if (queue_.maybe_nonempty()) {
+          if (OpBlock* op = queue_.pop()) {
+            const std::uint32_t now = idle_.fetch_sub(kOneSpinner, std::memory_order_seq_cst);
+            // More waiting than this worker can take: bring a sleeper in.
+            if (queue_.maybe_nonempty() && sleepers(now) > 0) wake_one();
+            return op;
+          }
+        }
+        if (stopping_.load(std::memory_order_relaxed)) break;
+        cpu_relax();
+      }
+      // From spinner to sleeper in one step, then look once more.
+      idle_.fetch_add(kOneSleeper - kOneSpinner, std::memory_order_seq_cst);
+    } else {
+      idle_.fetch_add(kOneSleeper, std::memory_order_seq_cst);
+    }
     const std::uint32_t epoch = wake_epoch_.load(std::memory_order_seq_cst);
-    if (queue_.size() == 0 && !stopping_.load(std::memory_order_seq_cst)) {
+    if (!queue_.maybe_nonempty() && !stopping_.load(std::memory_order_seq_cst)) {
       wake_epoch_.wait(epoch, std::memory_order_seq_cst);
     }
-    sleepers_.fetch_sub(1, std::memory_order_relaxed);
-    polls = 0;
+    idle_.fetch_sub(kOneSleeper, std::memory_order_seq_cst);
+    if (OpBlock* op = queue_.pop()) {
+      // Woken with more work behind: pass the wake-up on.
+      const std::uint32_t now = idle_.load(std::memory_order_relaxed);
+      if (queue_.maybe_nonempty() && spinners(now) == 0 && sleepers(now) > 0) wake_one();
+      return op;
+    }
   }
 }
 
@@ -147,7 +121,7 @@ void WorkerPool::run(int index) {
   WorkerIdentity& me = this_worker();
   me.pool = this;
   me.index = index;
-  while (OpBlock* op = next_op(index)) {
+  while (OpBlock* op = next_op()) {
     while (op != nullptr) op = engine_.execute(op, *this, index);
   }
   me.pool = nullptr;

@@ -11,37 +11,13 @@
 
 #include "tagflow/engine/context.h"
 #include "tagflow/engine/op_block.h"
+#include "tagflow/engine/ready_queue.h"
 #include "tagflow/engine/spin_lock.h"
 #include "tagflow/engine/stream.h"
 
 namespace tagflow::detail {
 
 class ThreadedEngine;
-
-/// Ready operations of one pool: FIFO for priority 0, a heap for the rest;
-/// higher priority first, push order among equals.
-class ReadyQueue {
- public:
-  void push(OpBlock* op);
-  OpBlock* pop();
-  /// A racy size, for spinning workers.
-  std::uint32_t size() const { return size_.load(std::memory_order_relaxed); }
-  /// True when an operation of priority above `priority` is waiting.
-  bool has_priority_above(int priority) const {
-    return priority <= 0 ? prioritized_.load(std::memory_order_relaxed) > 0
-                         : has_priority_above_slow(priority);
-  }
-
- private:
-  bool has_priority_above_slow(int priority) const;
-
-  mutable SpinLock lock_;
-  OpBlock* fifo_head_ = nullptr;
-  OpBlock* fifo_tail_ = nullptr;
-  std::vector<OpBlock*> heap_;
-  std::atomic<std::uint32_t> size_{0};
-  std::atomic<std::uint32_t> prioritized_{0};  ///< heap entries with priority > 0
-};
 
 /// Identifies the pool and worker the current thread belongs to, if any.
 struct WorkerIdentity {
@@ -56,7 +32,7 @@ void check_not_inside_operation(const char* what);
 class WorkerPool {
  public:
   WorkerPool(ThreadedEngine& engine, Context ctx, QueueKind kind, int num_workers,
-             std::unique_ptr<Stream> stream, int spin);
+             std::unique_ptr<Stream> stream);
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -72,6 +48,9 @@ class WorkerPool {
   Stream* stream() const { return stream_.get(); }
   int num_workers() const { return static_cast<int>(threads_.size()); }
   ReadyQueue& queue() { return queue_; }
+  /// Set once the stream's sticky error has been passed to wait_for_all
+  /// (only touched by drain(), under the engine's drain lock).
+  bool stream_error_reported = false;
   /// Operations completed by this pool's workers (summed by wait_for_all).
   std::uint64_t completed() const;
   /// Counts one completion made by worker `index` of this pool.
@@ -82,19 +61,25 @@ class WorkerPool {
 
  private:
   void run(int index);
-  OpBlock* next_op(int index);
+  OpBlock* next_op();
+  void wake_one();
+
+  // idle_ packs the idle workers: sleepers in the low half, spinners above.
+  static constexpr std::uint32_t kOneSleeper = 1;
+  static constexpr std::uint32_t kOneSpinner = 1u << 16;
+  static std::uint32_t sleepers(std::uint32_t idle) { return idle & 0xffffu; }
+  static std::uint32_t spinners(std::uint32_t idle) { return idle >> 16; }
 
   ThreadedEngine& engine_;
   Context ctx_;
   QueueKind kind_;
   std::unique_ptr<Stream> stream_;
-  int spin_;
   ReadyQueue queue_;
   struct alignas(64) Counter {
     std::atomic<std::uint64_t> completed{0};
   };
   std::unique_ptr<Counter[]> counters_;
-  alignas(64) std::atomic<std::uint32_t> sleepers_{0};
+  alignas(64) std::atomic<std::uint32_t> idle_{0};
   std::atomic<std::uint32_t> wake_epoch_{0};
   std::atomic<bool> stopping_{false};
   std::vector<std::thread> threads_;

@@ -17,10 +17,12 @@
 // 200k operations each) only with TAGFLOW_HEAVY_TESTS=1. Every test body runs
 // under a watchdog that aborts with the test's name on a deadlock.
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +35,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -120,18 +123,19 @@ struct alignas(64) Cell {
 
 /// How an operation finishes.
 enum class Finish : std::uint8_t {
-  kSync,          ///< work in the closure (or enqueued on the stream by it)
-  kDoneElsewhere, ///< async: work in the closure, done() from a completer thread
-  kWorkElsewhere, ///< async: work (or the stream enqueue) and done() on a completer thread
+  kSync,           ///< work in the closure (or enqueued on the stream by it)
+  kDoneElsewhere,  ///< async: work in the closure, done() from a completer thread
+  kWorkElsewhere,  ///< async: work (or the stream enqueue) and done() on a completer thread
 };
 
 struct OpSpec {
-  std::uint64_t id = 0;  ///< salts the mix; unique across every workload of a test
+  std::uint64_t id = 0;     ///< salts the mix; unique across every workload of a test
   std::uint32_t index = 0;  ///< position in its workload
   Context ctx;
   QueueKind queue = QueueKind::kCompute;
   int priority = 0;
   Finish finish = Finish::kSync;
+  bool slow = false;        ///< its work sleeps first: widens the window of an ordering bug
   std::vector<int> reads;   ///< may repeat, may overlap `writes`
   std::vector<int> writes;  ///< may repeat
 };
@@ -152,7 +156,8 @@ struct Workload {
   std::vector<OpSpec> ops;
   std::vector<Checkpoint> checkpoints;  ///< sorted by after_op
   /// Per own variable: delete_var right after pushing this op (and its
-  /// checkpoints), while work on it is still pending; -1: after the last push.
+  /// checkpoints), while work on it is still pending; -1: once the final cells
+  /// have been checked.
   std::vector<std::ptrdiff_t> delete_after;
   std::vector<Cell> initial;  ///< own cells before the first operation
 };
@@ -168,7 +173,7 @@ struct WorkloadShape {
 struct Coverage {
   int gpu_ops = 0, copy_queue_ops = 0, async_done_elsewhere = 0, async_work_elsewhere = 0;
   int read_modify_write = 0, repeated_listing = 0, prioritized = 0, no_reads = 0;
-  int early_deletes = 0, checkpoints = 0;
+  int early_deletes = 0, checkpoints = 0, slow = 0;
 };
 
 constexpr std::array<Context, 5> kContexts = {cpu(0), cpu(1), cpu(2), gpu(0), gpu(1)};
@@ -197,9 +202,12 @@ Workload generate(std::uint64_t seed, const WorkloadShape& shape) {
     op.index = static_cast<std::uint32_t>(i);
     op.ctx = kContexts[static_cast<std::size_t>(rng.below(static_cast<int>(kContexts.size())))];
     op.queue = op.ctx.is_gpu() && rng.chance(35) ? QueueKind::kCopy : QueueKind::kCompute;
-    op.priority = kPriorities[static_cast<std::size_t>(rng.below(static_cast<int>(kPriorities.size())))];
+    op.priority =
+        kPriorities[static_cast<std::size_t>(rng.below(static_cast<int>(kPriorities.size())))];
     const int finish = rng.below(100);
-    op.finish = finish < 80 ? Finish::kSync : finish < 90 ? Finish::kDoneElsewhere : Finish::kWorkElsewhere;
+    op.finish = finish < 80   ? Finish::kSync
+                : finish < 90 ? Finish::kDoneElsewhere
+                              : Finish::kWorkElsewhere;
     const int num_reads = rng.below(4);
     for (int r = 0; r < num_reads; ++r) op.reads.push_back(any_var());
     const int num_writes = 1 + rng.below(2);
@@ -209,6 +217,13 @@ Workload generate(std::uint64_t seed, const WorkloadShape& shape) {
     if (!op.reads.empty() && rng.chance(10)) op.reads.push_back(op.reads.front());
     if (rng.chance(5)) op.writes.push_back(op.writes.front());
     if (rng.chance(15)) op.reads.push_back(op.writes.back());
+    op.slow = rng.below(1000) < 2;
+  }
+  // The last operation is slow device work: wait_for_all must wait for it.
+  if (!w.ops.empty()) {
+    OpSpec& last = w.ops.back();
+    last.ctx = gpu(rng.below(2));
+    last.slow = true;
   }
   for (std::size_t i = 0; i < shape.num_ops; ++i) {
     if (rng.below(static_cast<int>(std::max<std::size_t>(1, shape.num_ops / 24))) == 0) {
@@ -231,6 +246,10 @@ Workload generate(std::uint64_t seed, const WorkloadShape& shape) {
   for (std::size_t v = 0; v < w.delete_after.size(); ++v) {
     w.delete_after[v] = rng.chance(50) ? last_touch[v] : -1;
   }
+  // What the last (slow, device) operation writes stays alive until checked.
+  if (!w.ops.empty()) {
+    for (int v : w.ops.back().writes) w.delete_after[static_cast<std::size_t>(v)] = -1;
+  }
   return w;
 }
 
@@ -243,13 +262,16 @@ Coverage coverage_of(const Workload& w) {
     c.async_work_elsewhere += op.finish == Finish::kWorkElsewhere ? 1 : 0;
     c.prioritized += op.priority != 0 ? 1 : 0;
     c.no_reads += op.reads.empty() ? 1 : 0;
+    c.slow += op.slow ? 1 : 0;
     bool rmw = false, repeated = false;
     for (std::size_t a = 0; a < op.writes.size(); ++a) {
       for (int r : op.reads) rmw = rmw || r == op.writes[a];
-      for (std::size_t b = a + 1; b < op.writes.size(); ++b) repeated = repeated || op.writes[a] == op.writes[b];
+      for (std::size_t b = a + 1; b < op.writes.size(); ++b)
+        repeated = repeated || op.writes[a] == op.writes[b];
     }
     for (std::size_t a = 0; a < op.reads.size(); ++a) {
-      for (std::size_t b = a + 1; b < op.reads.size(); ++b) repeated = repeated || op.reads[a] == op.reads[b];
+      for (std::size_t b = a + 1; b < op.reads.size(); ++b)
+        repeated = repeated || op.reads[a] == op.reads[b];
     }
     c.read_modify_write += rmw ? 1 : 0;
     c.repeated_listing += repeated ? 1 : 0;
@@ -292,17 +314,21 @@ Expected replay(const Workload& w, const std::vector<Cell>& shared) {
   std::size_t next_checkpoint = 0;
   for (const OpSpec& op : w.ops) {
     apply(op, table.data());
-    for (; next_checkpoint < w.checkpoints.size() && w.checkpoints[next_checkpoint].after_op == op.index;
+    for (; next_checkpoint < w.checkpoints.size() &&
+           w.checkpoints[next_checkpoint].after_op == op.index;
          ++next_checkpoint) {
-      e.at_checkpoint.push_back(*table[static_cast<std::size_t>(w.checkpoints[next_checkpoint].var)]);
+      e.at_checkpoint.push_back(
+          *table[static_cast<std::size_t>(w.checkpoints[next_checkpoint].var)]);
     }
   }
   return e;
 }
 
-::testing::AssertionResult cells_match(const std::vector<Cell>& expected, const std::vector<Cell>& actual) {
+::testing::AssertionResult cells_match(const std::vector<Cell>& expected,
+                                       const std::vector<Cell>& actual) {
   if (expected.size() != actual.size()) {
-    return ::testing::AssertionFailure() << "expected " << expected.size() << " cells, got " << actual.size();
+    return ::testing::AssertionFailure()
+           << "expected " << expected.size() << " cells, got " << actual.size();
   }
   int wrong = 0;
   std::string detail;
@@ -317,8 +343,8 @@ Expected replay(const Workload& w, const std::vector<Cell>& shared) {
     }
   }
   if (wrong == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << wrong << " of " << expected.size()
-                                       << " cells differ from the serial replay" << detail;
+  return ::testing::AssertionFailure()
+         << wrong << " of " << expected.size() << " cells differ from the serial replay" << detail;
 }
 
 // --- running a workload on an engine ------------------------------------------------
@@ -390,6 +416,7 @@ struct Binding {
 };
 
 void run_work(const Binding& b, const OpSpec& op) {
+  if (op.slow) std::this_thread::sleep_for(2ms);
   apply(op, b.table);
   b.probe->runs[op.index].fetch_add(1, std::memory_order_relaxed);
 }
@@ -454,18 +481,23 @@ Operation make_operation(const Binding& b, const OpSpec& op, const std::vector<V
 }
 
 /// Pushes the workload in order, with its checkpoint waits (recording the
-/// cell seen) and its deletions; deletes its remaining own variables after
-/// the last push. Does not wait for the work.
-void push_workload(Engine& engine, const Workload& w, const Binding& b, std::vector<VarHandle> vars,
-                   std::vector<Cell>& seen_at_checkpoint) {
+/// cell seen) and its early deletions, issued while work on the variable may
+/// still be pending. Does not wait for the work. Returns the own variables
+/// not deleted: the caller deletes them once it has checked that
+/// wait_for_all alone made their cells final.
+std::vector<VarHandle> push_workload(Engine& engine, const Workload& w, const Binding& b,
+                                     std::vector<VarHandle> vars,
+                                     std::vector<Cell>& seen_at_checkpoint) {
   std::vector<std::vector<int>> deletions(w.ops.size());
   for (std::size_t v = 0; v < w.delete_after.size(); ++v) {
-    if (w.delete_after[v] >= 0) deletions[static_cast<std::size_t>(w.delete_after[v])].push_back(static_cast<int>(v));
+    if (w.delete_after[v] >= 0)
+      deletions[static_cast<std::size_t>(w.delete_after[v])].push_back(static_cast<int>(v));
   }
   std::size_t next_checkpoint = 0;
   for (const OpSpec& op : w.ops) {
     engine.push(make_operation(b, op, vars));
-    for (; next_checkpoint < w.checkpoints.size() && w.checkpoints[next_checkpoint].after_op == op.index;
+    for (; next_checkpoint < w.checkpoints.size() &&
+           w.checkpoints[next_checkpoint].after_op == op.index;
          ++next_checkpoint) {
       const Checkpoint& c = w.checkpoints[next_checkpoint];
       VarHandle var = vars[static_cast<std::size_t>(c.var)];
@@ -481,19 +513,28 @@ void push_workload(Engine& engine, const Workload& w, const Binding& b, std::vec
       vars[static_cast<std::size_t>(v)] = nullptr;
     }
   }
+  std::vector<VarHandle> alive;
   for (int v = 0; v < w.num_vars; ++v) {
-    if (vars[static_cast<std::size_t>(v)] != nullptr) engine.delete_var(vars[static_cast<std::size_t>(v)]);
+    if (vars[static_cast<std::size_t>(v)] != nullptr)
+      alive.push_back(vars[static_cast<std::size_t>(v)]);
   }
+  return alive;
+}
+
+void delete_vars(Engine& engine, const std::vector<VarHandle>& vars) {
+  for (VarHandle v : vars) engine.delete_var(v);
 }
 
 ::testing::AssertionResult each_op_ran_once(const Probe& probe) {
   for (std::size_t i = 0; i < probe.runs.size(); ++i) {
     const std::uint32_t n = probe.runs[i].load();
-    if (n != 1) return ::testing::AssertionFailure() << "operation " << i << " ran " << n << " times";
+    if (n != 1)
+      return ::testing::AssertionFailure() << "operation " << i << " ran " << n << " times";
   }
   if (probe.misrouted.load() != 0) {
     return ::testing::AssertionFailure()
-           << probe.misrouted.load() << " operation(s) ran with the wrong context, stream or worker";
+           << probe.misrouted.load()
+           << " operation(s) ran with the wrong context, stream or worker";
   }
   return ::testing::AssertionSuccess();
 }
@@ -504,10 +545,10 @@ struct EngineSetup {
   const char* label;
   EngineKind kind;
   int cpu_workers;
-  int worker_spin;
+  int worker_spin;  ///< -1: the configured default
 };
 
-constexpr int kDefaultSpin = 2000;
+constexpr int kDefaultSpin = -1;
 // The last setup never spins: workers sleep at once, exercising the wake-up path.
 constexpr std::array<EngineSetup, 5> kSetups = {{
     {"naive", EngineKind::kNaive, 1, kDefaultSpin},
@@ -523,7 +564,7 @@ std::unique_ptr<Engine> build(const EngineSetup& setup) {
   EngineConfig config = EngineConfig::defaults();
   config.kind = setup.kind;
   config.cpu_workers = setup.cpu_workers;
-  config.worker_spin = setup.worker_spin;
+  if (setup.worker_spin >= 0) config.worker_spin = setup.worker_spin;
   config.sim_gpus = kSimGpus;
   return make_engine(config);
 }
@@ -531,8 +572,8 @@ std::unique_ptr<Engine> build(const EngineSetup& setup) {
 /// One client pushing one workload on each engine: cells, checkpoint values
 /// and run counts must match the serial replay.
 void check_single_client(std::uint64_t seed, const WorkloadShape& shape) {
-  SCOPED_TRACE("seed " + std::to_string(seed) + ", " + std::to_string(shape.num_vars) + " variables, " +
-               std::to_string(shape.num_ops) + " operations");
+  SCOPED_TRACE("seed " + std::to_string(seed) + ", " + std::to_string(shape.num_vars) +
+               " variables, " + std::to_string(shape.num_ops) + " operations");
   const Workload w = generate(seed, shape);
   const Expected expected = replay(w, {});
   for (const EngineSetup& setup : kSetups) {
@@ -549,11 +590,16 @@ void check_single_client(std::uint64_t seed, const WorkloadShape& shape) {
       const Binding binding{table.data(), &probe, &completer, setup.cpu_workers};
       std::vector<VarHandle> vars;
       for (int v = 0; v < w.num_vars; ++v) vars.push_back(engine->new_var());
-      push_workload(*engine, w, binding, vars, seen);
+      const std::vector<VarHandle> alive = push_workload(*engine, w, binding, vars, seen);
+      EXPECT_NO_THROW(engine->wait_for_all());
+      // Checked before the remaining deletions: wait_for_all alone must have
+      // finished the device work too.
+      EXPECT_TRUE(cells_match(expected.cells, cells));
+      delete_vars(*engine, alive);
       EXPECT_NO_THROW(engine->wait_for_all());
     }
-    EXPECT_TRUE(cells_match(expected.cells, cells));
-    EXPECT_TRUE(cells_match(expected.at_checkpoint, seen)) << "values seen after wait_to_read/write";
+    EXPECT_TRUE(cells_match(expected.at_checkpoint, seen))
+        << "values seen after wait_to_read/write";
     EXPECT_TRUE(each_op_ran_once(probe));
   }
 }
@@ -604,6 +650,7 @@ void check_concurrent_clients(std::uint64_t seed, int num_clients, const Workloa
     std::vector<std::vector<Cell*>> tables(static_cast<std::size_t>(num_clients));
     std::vector<std::unique_ptr<Probe>> probes;
     std::vector<std::vector<Cell>> seen(static_cast<std::size_t>(num_clients));
+    std::vector<std::vector<VarHandle>> alive(static_cast<std::size_t>(num_clients));
     for (const Workload& w : workloads) {
       cells.push_back(w.initial);
       probes.push_back(std::make_unique<Probe>(w.ops.size()));
@@ -629,22 +676,27 @@ void check_concurrent_clients(std::uint64_t seed, int num_clients, const Workloa
         clients.emplace_back([&, t, client_vars] {
           start.arrive_and_wait();
           try {
-            push_workload(*engine, workloads[t], bindings[t], client_vars, seen[t]);
+            alive[t] = push_workload(*engine, workloads[t], bindings[t], client_vars, seen[t]);
           } catch (const std::exception& e) {
             ADD_FAILURE() << "client " << t << " threw: " << e.what();
           }
         });
       }
       for (std::thread& c : clients) c.join();
-      for (VarHandle s : shared_vars) engine->delete_var(s);
+      delete_vars(*engine, shared_vars);  // readers still pending
+      EXPECT_NO_THROW(engine->wait_for_all());
+      for (std::size_t t = 0; t < workloads.size(); ++t) {
+        EXPECT_TRUE(cells_match(expected[t].cells, cells[t])) << "client " << t;
+        delete_vars(*engine, alive[t]);
+      }
       EXPECT_NO_THROW(engine->wait_for_all());
     }
     EXPECT_EQ(shared_cells, shared_expected) << "shared variables";
     EXPECT_TRUE(each_op_ran_once(init_probe));
     for (std::size_t t = 0; t < workloads.size(); ++t) {
       SCOPED_TRACE("client " + std::to_string(t));
-      EXPECT_TRUE(cells_match(expected[t].cells, cells[t]));
-      EXPECT_TRUE(cells_match(expected[t].at_checkpoint, seen[t])) << "values seen after wait_to_read/write";
+      EXPECT_TRUE(cells_match(expected[t].at_checkpoint, seen[t]))
+          << "values seen after wait_to_read/write";
       EXPECT_TRUE(each_op_ran_once(*probes[t]));
     }
   }
@@ -692,6 +744,7 @@ TEST(Differential, GeneratedWorkloadsExerciseEveryFeature) {
   EXPECT_GT(c.no_reads, 0);
   EXPECT_GT(c.early_deletes, 0);
   EXPECT_GT(c.checkpoints, 0);
+  EXPECT_GT(c.slow, 1);
 }
 
 // --- quick differential tests (CI) -------------------------------------------------------

@@ -414,6 +414,25 @@ TEST_P(EngineTest, WaitFromInsideAnOperationThrowsInsteadOfDeadlocking) {
   });
 }
 
+TEST_P(EngineTest, ErrorRaisedByDeviceWorkReachesWaitForAll) {
+  run_with_timeout(30s, [&] {
+    VarHandle x = engine_->new_var();
+    engine_->push({.name = "kernel", .ctx = gpu(0), .writes = {x},
+                   .fn = [](const RunContext& rc) {
+                     rc.stream->enqueue_host([] { throw std::runtime_error("illegal address"); });
+                   }});
+    try {
+      engine_->wait_for_all();
+      FAIL() << "no error";
+    } catch (const OperationError& e) {
+      EXPECT_EQ(e.context(), gpu(0));
+      EXPECT_NE(std::string(e.what()).find("illegal address"), std::string::npos) << e.what();
+    }
+    EXPECT_NO_THROW(engine_->wait_for_all());  // reported once
+    engine_->delete_var(x);
+  });
+}
+
 // --- variables, shutdown, many clients --------------------------------------------------
 
 TEST_P(EngineTest, DeleteVarWaitsForPendingWork) {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -146,7 +147,8 @@ TEST(SimStream, KeepsEachEnqueuingThreadsOrder) {
     for (int t = 0; t < kThreads; ++t) {
       const auto& s = seen[static_cast<std::size_t>(t)];
       ASSERT_EQ(s.size(), static_cast<std::size_t>(kPerThread)) << "thread " << t;
-      for (int i = 0; i < kPerThread; ++i) ASSERT_EQ(s[static_cast<std::size_t>(i)], i) << "thread " << t;
+      for (int i = 0; i < kPerThread; ++i)
+        ASSERT_EQ(s[static_cast<std::size_t>(i)], i) << "thread " << t;
     }
   });
 }
@@ -229,7 +231,8 @@ TEST(SimStream, WaitDelaysLaterWorkUntilTheOtherStreamReachesTheMark) {
     other.enqueue_host([&other_work_done] { other_work_done.store(true); });
     const std::uint64_t other_seq = other.record();
 
-    stream.enqueue_host([&earlier_ran] { earlier_ran.store(true); });  // before the wait: not delayed
+    stream.enqueue_host(
+        [&earlier_ran] { earlier_ran.store(true); });  // before the wait: not delayed
     stream.wait(other, other_seq);
     stream.enqueue_host([&] {
       dependent_saw_other_done.store(other_work_done.load());
@@ -240,7 +243,8 @@ TEST(SimStream, WaitDelaysLaterWorkUntilTheOtherStreamReachesTheMark) {
     while (!gate.entered()) std::this_thread::yield();
     std::this_thread::sleep_for(kSettle);
     EXPECT_TRUE(earlier_ran.load()) << "work enqueued before the wait was delayed";
-    EXPECT_FALSE(dependent_ran.load()) << "work after wait(other, seq) ran before other reached seq";
+    EXPECT_FALSE(dependent_ran.load())
+        << "work after wait(other, seq) ran before other reached seq";
     EXPECT_FALSE(stream.finished(seq));
 
     gate.open();
