@@ -72,7 +72,7 @@ struct OpBlock : Pooled<OpBlock> {
   OpFunction fn;
   SmallVector<Dep, 3> deps;
   /// Edges into this operation, linked into its predecessors' lists.
-  SmallVector<Edge, 3> in_edges;
+  SmallVector<Edge, 4> in_edges;
 
   /// Failure of this operation, or the error it inherited (then it is skipped).
   std::exception_ptr error;

@@ -163,12 +163,14 @@ void ThreadedEngine::throttle() {
 void ThreadedEngine::submit(OpBlock* op) {
   pushed_.fetch_add(1, std::memory_order_relaxed);
   op->seq = next_seq_++;
-  // At most one edge per read, one per pending reader (or the writer) per write.
-  std::size_t most = 1;
+  // At most one edge per read, one per pending reader (or the writer) per
+  // write; linked edges must not move, so room for all of them is made now.
+  std::size_t most_edges = 0;
   for (const Dep& d : op->deps) {
-    most += is_write(d.access) ? std::max<std::size_t>(1, d.var->readers.size()) : 1;
+    most_edges += is_write(d.access) ? std::max<std::size_t>(1, d.var->readers.size()) : 1;
   }
-  op->in_edges.reserve(most);
+  op->in_edges.reserve(most_edges);
+  const std::size_t most = most_edges + 1;  // and the pusher's own reference
   op->pending.store(static_cast<std::int32_t>(most), std::memory_order_relaxed);
   std::int32_t edges = 0;
   for (const Dep& d : op->deps) {
@@ -291,8 +293,7 @@ int ThreadedEngine::spin_budget() const {
 void ThreadedEngine::notify_idle() {
   // Ordered with the waiter's increment in drain() (see WorkerPool::enqueue).
   if (all_waiters_.fetch_add(0, std::memory_order_seq_cst) > 0) {
-    all_epoch_.fetch_add(1, std::memory_order_seq_cst);
-    all_epoch_.notify_all();
+    all_done_.wake_all();
   }
 }
 
@@ -495,12 +496,12 @@ void ThreadedEngine::wait_for_all() {
 void ThreadedEngine::drain() {
   all_waiters_.fetch_add(1, std::memory_order_seq_cst);
   for (;;) {
-    const std::uint32_t epoch = all_epoch_.load(std::memory_order_seq_cst);
+    const std::uint32_t epoch = all_done_.epoch();
     // Completions first, pushes second: equal counts then mean that at the
     // moment the completions were read, everything pushed had completed.
     const std::uint64_t completed = completed_count();
     if (completed == pushed_.load(std::memory_order_seq_cst)) break;
-    all_epoch_.wait(epoch, std::memory_order_seq_cst);
+    all_done_.wait(epoch);
   }
   all_waiters_.fetch_sub(1, std::memory_order_seq_cst);
   // Operations on GPUs complete when launched; their device work may still

@@ -132,7 +132,7 @@ class ThreadedEngine final : public Engine, public EngineCore {
   alignas(64) std::atomic<std::uint64_t> external_completed_{0};
   alignas(64) std::atomic<std::uint32_t> all_waiters_{0};
   std::atomic<std::uint32_t> completers_inside_{0};
-  std::atomic<std::uint32_t> all_epoch_{0};
+  WakeWord all_done_;
   std::mutex drain_mutex_;  ///< serialises the stream checks of drain()
   std::atomic<bool> has_error_{false};
   std::mutex error_mutex_;

@@ -41,8 +41,7 @@ WorkerPool::~WorkerPool() { stop(); }
 
 void WorkerPool::stop() {
   if (stopping_.exchange(true)) return;
-  wake_epoch_.fetch_add(1, std::memory_order_seq_cst);
-  wake_epoch_.notify_all();
+  wake_.wake_all();
   for (std::thread& t : threads_) t.join();
 }
 
@@ -65,10 +64,7 @@ void WorkerPool::enqueue(OpBlock* op) {
   if (spinners(idle) == 0 && sleepers(idle) > 0) wake_one();
 }
 
-void WorkerPool::wake_one() {
-  wake_epoch_.fetch_add(1, std::memory_order_seq_cst);
-  wake_epoch_.notify_one();
-}
+void WorkerPool::wake_one() { wake_.wake_one(); }
 
 OpBlock* WorkerPool::next_op() {
   if (OpBlock* op = queue_.pop()) return op;
@@ -103,9 +99,9 @@ OpBlock* WorkerPool::next_op() {
     } else {
       idle_.fetch_add(kOneSleeper, std::memory_order_seq_cst);
     }
-    const std::uint32_t epoch = wake_epoch_.load(std::memory_order_seq_cst);
+    const std::uint32_t epoch = wake_.epoch();
     if (!queue_.maybe_nonempty() && !stopping_.load(std::memory_order_seq_cst)) {
-      wake_epoch_.wait(epoch, std::memory_order_seq_cst);
+      wake_.wait(epoch);
     }
     idle_.fetch_sub(kOneSleeper, std::memory_order_seq_cst);
     if (OpBlock* op = queue_.pop()) {

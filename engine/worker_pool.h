@@ -14,6 +14,7 @@
 #include "tagflow/engine/ready_queue.h"
 #include "tagflow/engine/spin_lock.h"
 #include "tagflow/engine/stream.h"
+#include "tagflow/engine/wake_word.h"
 
 namespace tagflow::detail {
 
@@ -80,7 +81,7 @@ class WorkerPool {
   };
   std::unique_ptr<Counter[]> counters_;
   alignas(64) std::atomic<std::uint32_t> idle_{0};
-  std::atomic<std::uint32_t> wake_epoch_{0};
+  WakeWord wake_;
   std::atomic<bool> stopping_{false};
   std::vector<std::thread> threads_;
 };
