@@ -44,6 +44,7 @@
 #include "tagflow/engine/engine.h"
 #include "tagflow/engine/inline_function.h"
 #include "tagflow/engine/stream.h"
+#include "tests/engine/watchdog.h"
 
 namespace tagflow {
 namespace {
@@ -52,36 +53,7 @@ using namespace std::chrono_literals;
 
 // --- watchdog ------------------------------------------------------------------
 
-/// Runs `body` on a thread; if it has not finished after `limit`, prints which
-/// test hung and aborts the process (a deadlocked engine cannot be abandoned
-/// safely: its threads still reference the test's data). Rethrows what the
-/// body threw.
-void run_with_timeout(std::chrono::seconds limit, std::function<void()> body) {
-  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const std::string name = info != nullptr
-                               ? std::string(info->test_suite_name()) + "." + info->name()
-                               : std::string("<no test>");
-  std::promise<void> finished;
-  std::future<void> result = finished.get_future();
-  std::thread runner([&body, &finished] {
-    try {
-      body();
-      finished.set_value();
-    } catch (...) {
-      finished.set_exception(std::current_exception());
-    }
-  });
-  if (result.wait_for(limit) != std::future_status::ready) {
-    std::fprintf(stderr,
-                 "\n[watchdog] %s did not finish within %lld s: the engine is probably "
-                 "deadlocked. Aborting.\n",
-                 name.c_str(), static_cast<long long>(limit.count()));
-    std::fflush(stderr);
-    std::abort();
-  }
-  runner.join();
-  result.get();
-}
+using testing::run_with_timeout;
 
 bool heavy_tests_enabled() {
   const char* flag = std::getenv("TAGFLOW_HEAVY_TESTS");

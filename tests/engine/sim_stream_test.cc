@@ -26,41 +26,14 @@
 #include <gtest/gtest.h>
 
 #include "tagflow/engine/engine.h"
+#include "tests/engine/watchdog.h"
 
 namespace tagflow::detail {
 namespace {
 
 using namespace std::chrono_literals;
 
-/// Runs `body` on a thread; if it has not finished after `limit`, prints which
-/// test hung and aborts (a stream thread stuck on the test's data cannot be
-/// abandoned safely). Rethrows what the body threw.
-void run_with_timeout(std::chrono::seconds limit, std::function<void()> body) {
-  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const std::string name = info != nullptr
-                               ? std::string(info->test_suite_name()) + "." + info->name()
-                               : std::string("<no test>");
-  std::promise<void> finished;
-  std::future<void> result = finished.get_future();
-  std::thread runner([&body, &finished] {
-    try {
-      body();
-      finished.set_value();
-    } catch (...) {
-      finished.set_exception(std::current_exception());
-    }
-  });
-  if (result.wait_for(limit) != std::future_status::ready) {
-    std::fprintf(stderr,
-                 "\n[watchdog] %s did not finish within %lld s: the stream is probably "
-                 "deadlocked. Aborting.\n",
-                 name.c_str(), static_cast<long long>(limit.count()));
-    std::fflush(stderr);
-    std::abort();
-  }
-  runner.join();
-  result.get();
-}
+using testing::run_with_timeout;
 
 constexpr auto kLimit = 30s;
 /// How long a "has not happened yet" check gives the stream to misbehave.
