@@ -167,7 +167,15 @@ void ThreadedEngine::submit(OpBlock* op) {
   // write; linked edges must not move, so room for all of them is made now.
   std::size_t most_edges = 0;
   for (const Dep& d : op->deps) {
-    most_edges += is_write(d.access) ? std::max<std::size_t>(1, d.var->readers.size()) : 1;
+    const VarBlock& v = *d.var;
+    // The earlier operations' first lines were last written by the workers
+    // that completed them: ask for all of them now, so the misses overlap
+    // instead of following one another in add_edge.
+    if (v.last_writer.op != nullptr) __builtin_prefetch(v.last_writer.op, 1, 3);
+    if (is_write(d.access)) {
+      for (const OpRef& r : v.readers) __builtin_prefetch(r.op, 1, 3);
+    }
+    most_edges += is_write(d.access) ? std::max<std::size_t>(1, v.readers.size()) : 1;
   }
   op->in_edges.reserve(most_edges);
   const std::size_t most = most_edges + 1;  // and the pusher's own reference

@@ -29,6 +29,9 @@ struct EngineParam {
   int workers;
 };
 
+// Readable names in test listings ("naive", "threaded2") instead of bytes.
+void PrintTo(const EngineParam& p, std::ostream* os) { *os << p.label; }
+
 EngineConfig config_for(const EngineParam& p) {
   EngineConfig c = EngineConfig::defaults();
   c.kind = p.kind;
