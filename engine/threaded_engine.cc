@@ -165,17 +165,25 @@ void ThreadedEngine::submit(OpBlock* op) {
   op->seq = next_seq_++;
   // At most one edge per read, one per pending reader (or the writer) per
   // write; linked edges must not move, so room for all of them is made now.
-  std::size_t most_edges = 0;
+  // The earlier operations' first lines were last written by the workers
+  // that completed them: ask for all of them at once, so the misses overlap
+  // instead of following one another.
   for (const Dep& d : op->deps) {
     const VarBlock& v = *d.var;
-    // The earlier operations' first lines were last written by the workers
-    // that completed them: ask for all of them now, so the misses overlap
-    // instead of following one another in add_edge.
     if (v.last_writer.op != nullptr) __builtin_prefetch(v.last_writer.op, 1, 3);
     if (is_write(d.access)) {
       for (const OpRef& r : v.readers) __builtin_prefetch(r.op, 1, 3);
     }
-    most_edges += is_write(d.access) ? std::max<std::size_t>(1, v.readers.size()) : 1;
+  }
+  std::size_t most_edges = 0;
+  for (const Dep& d : op->deps) {
+    VarBlock& v = *d.var;
+    if (is_write(d.access)) {
+      drop_completed_readers(v);
+      most_edges += std::max<std::size_t>(1, v.readers.size());
+    } else {
+      most_edges += 1;
+    }
   }
   op->in_edges.reserve(most_edges);
   const std::size_t most = most_edges + 1;  // and the pusher's own reference
@@ -186,16 +194,8 @@ void ThreadedEngine::submit(OpBlock* op) {
     if (!is_write(d.access)) {
       add_edge(v.last_writer, op, edges);
       if (v.readers.size() >= v.prune_at) {
-        // Drop readers that have completed; grow the bound if few did.
-        std::size_t kept = 0;
-        for (const OpRef& r : v.readers) {
-          if (r.op->seq == r.seq && r.op->successors.load(std::memory_order_acquire) !=
-                                        OpBlock::kClosed) {
-            v.readers[kept++] = r;
-          }
-        }
-        v.readers.truncate(kept);
-        v.prune_at = static_cast<std::uint32_t>(std::max<std::size_t>(8, 2 * kept));
+        drop_completed_readers(v);
+        v.prune_at = static_cast<std::uint32_t>(std::max<std::size_t>(8, 2 * v.readers.size()));
       }
       v.readers.push_back(OpRef{op, op->seq});
     } else {
@@ -211,6 +211,17 @@ void ThreadedEngine::submit(OpBlock* op) {
   // Give back the edges not made, and the pusher's own reference.
   const auto unused = static_cast<std::int32_t>(most) - edges;
   if (op->pending.fetch_sub(unused, std::memory_order_acq_rel) == unused) on_ready(op, nullptr);
+}
+
+void ThreadedEngine::drop_completed_readers(VarBlock& var) {
+  std::size_t kept = 0;
+  for (const OpRef& r : var.readers) {
+    if (r.op->seq == r.seq &&
+        r.op->successors.load(std::memory_order_acquire) != OpBlock::kClosed) {
+      var.readers[kept++] = r;
+    }
+  }
+  var.readers.truncate(kept);
 }
 
 bool ThreadedEngine::add_edge(const OpRef& pred, OpBlock* op, std::int32_t& edges) {

@@ -94,6 +94,8 @@ class ThreadedEngine final : public Engine, public EngineCore {
   /// Makes `op` known: edges from the operations it must follow. Takes
   /// ownership; the caller holds `push_lock_` and allocated `op` under it.
   void submit(OpBlock* op);
+  /// Forgets the readers of `var` that have completed.
+  static void drop_completed_readers(VarBlock& var);
   /// Links `op` after `pred` unless `pred` has completed; true if linked.
   static bool add_edge(const OpRef& pred, OpBlock* op, std::int32_t& edges);
   /// Records on `var` what the completing `op` leaves there (error, fences).

@@ -92,7 +92,13 @@ OpBlock* WorkerPool::next_op() {
           }
         }
         if (stopping_.load(std::memory_order_relaxed)) break;
-        cpu_relax();
+        // Now and then let a thread waiting for this core run: on a busy
+        // machine that is often the one about to push the work.
+        if ((polls & 7) == 7) {
+          std::this_thread::yield();
+        } else {
+          cpu_relax();
+        }
       }
       // From spinner to sleeper in one step, then look once more.
       idle_.fetch_add(kOneSleeper - kOneSpinner, std::memory_order_seq_cst);
