@@ -34,9 +34,9 @@ void* ObjectPoolRegistry::new_chunk(std::size_t bytes) {
 
 ObjectPoolCache::ObjectPoolCache(ObjectPoolRegistry* registry)
     : registry_(registry),
-      offset_(registry->offset()),
-      // Header and object rounded up to whole cache lines.
-      stride_((registry->offset() + registry->block_size() + 63) / 64 * 64) {}
+      header_offset_(registry->header_offset()),
+      // Object and header rounded up to whole cache lines.
+      stride_((registry->header_offset() + sizeof(PoolSlotHeader) + 63) / 64 * 64) {}
 
 PoolSlotHeader* ObjectPoolCache::refill() {
   PoolSlotHeader* taken = remote_.exchange(nullptr, std::memory_order_acquire);
@@ -44,7 +44,7 @@ PoolSlotHeader* ObjectPoolCache::refill() {
   auto* bytes = static_cast<unsigned char*>(registry_->new_chunk(stride_ * kSlotsPerChunk));
   PoolSlotHeader* head = nullptr;
   for (std::size_t i = kSlotsPerChunk; i-- > 0;) {
-    auto* slot = reinterpret_cast<PoolSlotHeader*>(bytes + i * stride_);
+    auto* slot = reinterpret_cast<PoolSlotHeader*>(bytes + i * stride_ + header_offset_);
     slot->owner = this;
     slot->next = head;
     head = slot;

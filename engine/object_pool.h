@@ -37,26 +37,27 @@ inline void prefetch_for_write(const void* p) {
 /// Registry of every cache and chunk for one block size (never freed).
 class ObjectPoolRegistry {
  public:
-  ObjectPoolRegistry(std::size_t block_size, std::size_t offset)
-      : block_size_(block_size), offset_(offset) {}
+  ObjectPoolRegistry(std::size_t block_size, std::size_t header_offset)
+      : block_size_(block_size), header_offset_(header_offset) {}
   std::size_t block_size() const { return block_size_; }
-  /// Bytes from a slot's start to its object (the header, rounded up to the
-  /// object's alignment).
-  std::size_t offset() const { return offset_; }
+  /// Bytes from a slot's start (its object, cache-line aligned) to the
+  /// pool's header behind the object.
+  std::size_t header_offset() const { return header_offset_; }
   ObjectPoolCache* adopt();
   void release(ObjectPoolCache* cache);
   void* new_chunk(std::size_t bytes);
 
  private:
   std::size_t block_size_;
-  std::size_t offset_;
+  std::size_t header_offset_;
   std::mutex mutex_;
   std::vector<ObjectPoolCache*> idle_;
   std::vector<ObjectPoolCache*> all_;
   std::vector<void*> chunks_;
 };
 
-/// A slot: the owning cache, then the object's bytes.
+/// A slot: the object's bytes from the start of a cache line, then this
+/// header (so that the object's first line is entirely its own).
 struct alignas(16) PoolSlotHeader {
   ObjectPoolCache* owner;
   PoolSlotHeader* next;
@@ -73,15 +74,16 @@ class alignas(64) ObjectPoolCache {
     // The next block was most likely freed on another core: start moving its
     // lines here now, so the next allocation finds them (Note [Operation memory]).
     if (local_ != nullptr) {
-      const auto* bytes = reinterpret_cast<const char*>(local_);
+      const char* bytes = reinterpret_cast<const char*>(local_) - header_offset_;
       for (std::size_t off = 0; off < stride_; off += 64) prefetch_for_write(bytes + off);
     }
-    return reinterpret_cast<char*>(slot) + offset_;
+    return reinterpret_cast<char*>(slot) - header_offset_;
   }
 
-  /// Returns `p` (from a cache whose objects sit `offset` bytes into their slot).
-  static void deallocate(void* p, std::size_t offset) noexcept {
-    auto* slot = reinterpret_cast<PoolSlotHeader*>(static_cast<char*>(p) - offset);
+  /// Returns `p` (from a cache whose headers sit `header_offset` bytes after
+  /// their objects).
+  static void deallocate(void* p, std::size_t header_offset) noexcept {
+    auto* slot = reinterpret_cast<PoolSlotHeader*>(static_cast<char*>(p) + header_offset);
     slot->owner->give_back(slot);
   }
 
@@ -97,7 +99,7 @@ class alignas(64) ObjectPoolCache {
   PoolSlotHeader* refill();
 
   ObjectPoolRegistry* registry_;
-  std::size_t offset_;
+  std::size_t header_offset_;
   std::size_t stride_;  ///< bytes from one slot to the next
   PoolSlotHeader* local_ = nullptr;                      // owner thread only
   alignas(64) std::atomic<PoolSlotHeader*> remote_{nullptr};  // any thread pushes
@@ -108,17 +110,17 @@ class alignas(64) ObjectPoolCache {
 template <std::size_t Size, std::size_t Align>
 class ObjectPool {
   static_assert(Align <= 64, "slots are aligned to cache lines");
-  static constexpr std::size_t kOffset =
-      (sizeof(PoolSlotHeader) + Align - 1) / Align * Align;
+  static constexpr std::size_t kHeaderOffset =
+      (Size + alignof(PoolSlotHeader) - 1) / alignof(PoolSlotHeader) * alignof(PoolSlotHeader);
 
  public:
   static void* allocate() { return local().allocate(); }
-  static void deallocate(void* p) noexcept { ObjectPoolCache::deallocate(p, kOffset); }
+  static void deallocate(void* p) noexcept { ObjectPoolCache::deallocate(p, kHeaderOffset); }
 
  private:
   static ObjectPoolRegistry& registry() {
     // Leaked on purpose: blocks may be freed during static destruction.
-    static ObjectPoolRegistry* registry = new ObjectPoolRegistry(Size, kOffset);
+    static ObjectPoolRegistry* registry = new ObjectPoolRegistry(Size, kHeaderOffset);
     return *registry;
   }
   struct Holder {

@@ -47,11 +47,13 @@ struct WaitSignal {
   }
 };
 
-struct OpBlock : Pooled<OpBlock> {
+struct alignas(64) OpBlock : Pooled<OpBlock> {
   /// Marks a closed successor list: the operation has completed.
   static inline Edge* const kClosed = reinterpret_cast<Edge*>(std::uintptr_t{1});
 
-  // First line: what later pushes look at (Note [Dependencies as edges]).
+  // First cache line: what later pushes look at (Note [Dependencies as
+  // edges]) and what a completing predecessor touches, down to the first
+  // incoming edge, so that releasing a successor costs one line.
   std::atomic<Edge*> successors{nullptr};
   std::uint64_t seq = 0;  ///< push sequence number, unique per engine
   /// Edges not yet satisfied (+1 while being pushed); then, for a host
@@ -61,6 +63,9 @@ struct OpBlock : Pooled<OpBlock> {
   int priority = 0;
   OpKind kind = OpKind::kUser;
   QueueKind queue = QueueKind::kCompute;
+  /// Edges into this operation, linked into its predecessors' lists.
+  SmallVector<Edge, 4> in_edges;
+
   Context ctx;
   const char* name = "op";
   /// Where it runs (threaded engine); null for host operations.
@@ -71,8 +76,6 @@ struct OpBlock : Pooled<OpBlock> {
 
   OpFunction fn;
   SmallVector<Dep, 3> deps;
-  /// Edges into this operation, linked into its predecessors' lists.
-  SmallVector<Edge, 4> in_edges;
 
   /// Failure of this operation, or the error it inherited (then it is skipped).
   std::exception_ptr error;

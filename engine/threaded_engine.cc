@@ -269,24 +269,22 @@ void ThreadedEngine::complete(OpBlock* op, Followers* followers) {
   for (const Dep& d : op->deps) leave_on(d, *op);
   if (op->kind == OpKind::kDelete) delete op->deps[0].var;  // nothing can follow it
   // Close the list, then release the successors in push order (the stack
-  // holds them newest first).
-  Edge* list = op->successors.exchange(OpBlock::kClosed, std::memory_order_acq_rel);
-  Edge* ordered = nullptr;
-  while (list != nullptr) {
-    Edge* next = list->next;
-    list->next = ordered;
-    ordered = list;
-    list = next;
+  // holds them newest first). Edges live in the successors, written by the
+  // pusher: each is fetched for writing, since its successor's counter
+  // (usually on the same line) is decremented next; and the edges are read,
+  // not relinked, so no other line changes hands.
+  SmallVector<OpBlock*, 8> successors;
+  for (Edge* e = op->successors.exchange(OpBlock::kClosed, std::memory_order_acq_rel);
+       e != nullptr; e = e->next) {
+    prefetch_for_write(e);
+    successors.push_back(e->to);
   }
   delete op;
-  while (ordered != nullptr) {
-    // Read the link first: once released, the successor may run and be freed.
-    Edge* next = ordered->next;
-    OpBlock* successor = ordered->to;
+  for (std::size_t i = successors.size(); i-- > 0;) {
+    OpBlock* successor = successors[i];
     if (successor->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       on_ready(successor, followers);
     }
-    ordered = next;
   }
   count_completion();
 }
