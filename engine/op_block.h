@@ -64,7 +64,7 @@ struct alignas(64) OpBlock : Pooled<OpBlock> {
   OpKind kind = OpKind::kUser;
   QueueKind queue = QueueKind::kCompute;
   /// Edges into this operation, linked into its predecessors' lists.
-  SmallVector<Edge, 4> in_edges;
+  SmallVector<Edge, 8> in_edges;
 
   Context ctx;
   const char* name = "op";
