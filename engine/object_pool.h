@@ -9,7 +9,8 @@
 // worker completes them. A general-purpose allocator's per-thread caches
 // then drain on one side and overflow on the other; returning each block to
 // the cache that made it keeps steady-state pushing free of malloc and of
-// contended locks. Caches are never destroyed: a thread that exits hands its
+// contended locks. Blocks freed for another thread's cache are gathered and
+// handed back in batches; a thread about to idle flushes its batch. Caches are never destroyed: a thread that exits hands its
 // cache to the next thread that starts, so a late remote free always has a
 // live destination. Memory is kept at its peak, like every caching pool.
 
@@ -80,21 +81,22 @@ class alignas(64) ObjectPoolCache {
     return reinterpret_cast<char*>(slot) - header_offset_;
   }
 
-  /// Returns `p` (from a cache whose headers sit `header_offset` bytes after
-  /// their objects).
-  static void deallocate(void* p, std::size_t header_offset) noexcept {
-    auto* slot = reinterpret_cast<PoolSlotHeader*>(static_cast<char*>(p) + header_offset);
-    slot->owner->give_back(slot);
+  /// Takes back a block of its own, freed by its owner thread.
+  void take_back(PoolSlotHeader* slot) noexcept {
+    slot->next = local_;
+    local_ = slot;
+  }
+
+  /// Returns a chain of this cache's blocks freed by another thread.
+  void give_back(PoolSlotHeader* head, PoolSlotHeader* tail) noexcept {
+    PoolSlotHeader* top = remote_.load(std::memory_order_relaxed);
+    do {
+      tail->next = top;
+    } while (!remote_.compare_exchange_weak(top, head, std::memory_order_release,
+                                            std::memory_order_relaxed));
   }
 
  private:
-  void give_back(PoolSlotHeader* slot) noexcept {
-    PoolSlotHeader* head = remote_.load(std::memory_order_relaxed);
-    do {
-      slot->next = head;
-    } while (!remote_.compare_exchange_weak(head, slot, std::memory_order_release,
-                                            std::memory_order_relaxed));
-  }
 
   PoolSlotHeader* refill();
 
@@ -107,6 +109,31 @@ class alignas(64) ObjectPoolCache {
 
 /// Thread-local handle to a cache of the registry for objects of `Size`
 /// bytes aligned to `Align` (at most a cache line).
+/// A thread's blocks freed for another cache, handed back in one go: one
+/// contended compare-and-swap per batch instead of one per block.
+struct ReturnBatch {
+  static constexpr unsigned kSize = 32;
+  ObjectPoolCache* owner = nullptr;
+  PoolSlotHeader* head = nullptr;
+  PoolSlotHeader* tail = nullptr;
+  unsigned count = 0;
+
+  void add(PoolSlotHeader* slot) noexcept {
+    if (slot->owner != owner || count == kSize) flush();
+    owner = slot->owner;
+    slot->next = head;
+    head = slot;
+    if (tail == nullptr) tail = slot;
+    ++count;
+  }
+  void flush() noexcept {
+    if (head != nullptr) owner->give_back(head, tail);
+    head = tail = nullptr;
+    count = 0;
+  }
+  ~ReturnBatch() { flush(); }
+};
+
 template <std::size_t Size, std::size_t Align>
 class ObjectPool {
   static_assert(Align <= 64, "slots are aligned to cache lines");
@@ -115,9 +142,25 @@ class ObjectPool {
 
  public:
   static void* allocate() { return local().allocate(); }
-  static void deallocate(void* p) noexcept { ObjectPoolCache::deallocate(p, kHeaderOffset); }
+
+  static void deallocate(void* p) noexcept {
+    auto* slot = reinterpret_cast<PoolSlotHeader*>(static_cast<char*>(p) + kHeaderOffset);
+    ObjectPoolCache& mine = local();
+    if (slot->owner == &mine) {
+      mine.take_back(slot);
+    } else {
+      returns().add(slot);
+    }
+  }
+
+  /// Hands back this thread's pending returns now (a thread about to idle).
+  static void flush_returns() noexcept { returns().flush(); }
 
  private:
+  static ReturnBatch& returns() {
+    thread_local ReturnBatch batch;
+    return batch;
+  }
   static ObjectPoolRegistry& registry() {
     // Leaked on purpose: blocks may be freed during static destruction.
     static ObjectPoolRegistry* registry = new ObjectPoolRegistry(Size, kHeaderOffset);
@@ -143,6 +186,8 @@ struct Pooled {
   static void operator delete(void* p) noexcept {
     ObjectPool<sizeof(T), alignof(T)>::deallocate(p);
   }
+  /// Hands back the blocks of T this thread freed for other threads.
+  static void flush_returns() noexcept { ObjectPool<sizeof(T), alignof(T)>::flush_returns(); }
 };
 
 }  // namespace tagflow::detail

@@ -68,6 +68,7 @@ void WorkerPool::wake_one() { wake_.wake_one(); }
 
 OpBlock* WorkerPool::next_op() {
   if (OpBlock* op = queue_.pop()) return op;
+  OpBlock::flush_returns();  // no operation memory stranded while idle
   engine_.notify_idle();
   for (;;) {
     if (stopping_.load(std::memory_order_acquire)) return nullptr;
