@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <condition_variable>
 #include <memory>
+#include <utility>
 #include <mutex>
 #include <vector>
 #include <cstdint>
@@ -47,25 +48,38 @@ struct WaitSignal {
   }
 };
 
+/// An edge that did not fit in its predecessor's inline successor slots:
+/// pooled, owned by the operation it leads to.
+struct OverflowEdge : Pooled<OverflowEdge> {
+  Edge edge;
+  OverflowEdge* owned_next = nullptr;
+};
+
 struct alignas(64) OpBlock : Pooled<OpBlock> {
-  /// Marks a closed successor list: the operation has completed.
+  /// Successors kept inline; more go to the overflow stack.
+  static constexpr std::uint32_t kInlineSuccessors = 5;
+  /// Set in `successor_count` once the operation has completed.
+  static constexpr std::uint32_t kCompleted = 1u << 31;
+  /// Marks the closed overflow stack.
   static inline Edge* const kClosed = reinterpret_cast<Edge*>(std::uintptr_t{1});
 
-  // First cache line: what later pushes look at (Note [Dependencies as
-  // edges]) and what a completing predecessor touches, down to the first
-  // incoming edge, so that releasing a successor costs one line.
-  std::atomic<Edge*> successors{nullptr};
-  std::uint64_t seq = 0;  ///< push sequence number, unique per engine
+  // First cache line: what later pushes look at and fill in (Note
+  // [Dependencies as edges]), and what this operation reads when it
+  // completes: its successors, in push order, then the overflow stack.
+  std::atomic<std::uint32_t> successor_count{0};
   /// Edges not yet satisfied (+1 while being pushed); then, for a host
   /// operation, device fences not yet finished; for an asynchronous one, the
   /// references of its launcher and its Completion.
   std::atomic<std::int32_t> pending{0};
+  std::uint64_t seq = 0;  ///< push sequence number, unique per engine
+  std::atomic<OpBlock*> inline_successors[kInlineSuccessors] = {};
+  std::atomic<Edge*> overflow{nullptr};
+
   int priority = 0;
   OpKind kind = OpKind::kUser;
   QueueKind queue = QueueKind::kCompute;
-  /// Edges into this operation, linked into its predecessors' lists.
-  SmallVector<Edge, 8> in_edges;
-
+  /// Overflow edges into this operation, freed with it.
+  OverflowEdge* owned_edges = nullptr;
   Context ctx;
   const char* name = "op";
   /// Where it runs (threaded engine); null for host operations.
@@ -88,6 +102,18 @@ struct alignas(64) OpBlock : Pooled<OpBlock> {
   /// another stream; rare, so kept out of line).
   std::unique_ptr<std::vector<Fence>> stream_waits;
   WaitSignal* signal = nullptr;
+
+  /// True once the operation has completed (its record may since have been
+  /// recycled: check `seq` first).
+  bool completed() const {
+    return (successor_count.load(std::memory_order_acquire) & kCompleted) != 0;
+  }
+  ~OpBlock() {
+    while (owned_edges != nullptr) delete std::exchange(owned_edges, owned_edges->owned_next);
+  }
+  OpBlock() = default;
+  OpBlock(const OpBlock&) = delete;
+  OpBlock& operator=(const OpBlock&) = delete;
 
   /// Fills `deps` from the operation's lists: duplicates merged, a variable
   /// in both lists becomes kReadWrite, sorted by address for locking.

@@ -1,5 +1,6 @@
 #include "tagflow/engine/threaded_engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -163,8 +164,6 @@ void ThreadedEngine::throttle() {
 void ThreadedEngine::submit(OpBlock* op) {
   pushed_.fetch_add(1, std::memory_order_relaxed);
   op->seq = next_seq_++;
-  // At most one edge per read, one per pending reader (or the writer) per
-  // write; linked edges must not move, so room for all of them is made now.
   // The earlier operations' first lines were last written by the workers
   // that completed them: ask for all of them at once, so the misses overlap
   // instead of following one another.
@@ -175,6 +174,7 @@ void ThreadedEngine::submit(OpBlock* op) {
       for (const OpRef& r : v.readers) __builtin_prefetch(r.op, 1, 3);
     }
   }
+  // At most one edge per read, one per pending reader (or the writer) per write.
   std::size_t most_edges = 0;
   for (const Dep& d : op->deps) {
     VarBlock& v = *d.var;
@@ -185,7 +185,6 @@ void ThreadedEngine::submit(OpBlock* op) {
       most_edges += 1;
     }
   }
-  op->in_edges.reserve(most_edges);
   const std::size_t most = most_edges + 1;  // and the pusher's own reference
   op->pending.store(static_cast<std::int32_t>(most), std::memory_order_relaxed);
   std::int32_t edges = 0;
@@ -216,8 +215,7 @@ void ThreadedEngine::submit(OpBlock* op) {
 void ThreadedEngine::drop_completed_readers(VarBlock& var) {
   std::size_t kept = 0;
   for (const OpRef& r : var.readers) {
-    if (r.op->seq == r.seq &&
-        r.op->successors.load(std::memory_order_acquire) != OpBlock::kClosed) {
+    if (r.op->seq == r.seq && !r.op->completed()) {
       var.readers[kept++] = r;
     }
   }
@@ -227,18 +225,33 @@ void ThreadedEngine::drop_completed_readers(VarBlock& var) {
 bool ThreadedEngine::add_edge(const OpRef& pred, OpBlock* op, std::int32_t& edges) {
   // A recycled record (other sequence number) completed long ago.
   if (pred.op == nullptr || pred.op->seq != pred.seq) return false;
-  Edge* head = pred.op->successors.load(std::memory_order_acquire);
-  if (head == OpBlock::kClosed) return false;
-  op->in_edges.push_back(Edge{nullptr, op});
-  Edge* edge = &op->in_edges[op->in_edges.size() - 1];
+  OpBlock& p = *pred.op;
+  // An inline slot: filled first, then claimed by advancing the count; the
+  // completion bit, once set, makes every claim fail.
+  std::uint32_t n = p.successor_count.load(std::memory_order_acquire);
+  while (n < OpBlock::kInlineSuccessors) {
+    p.inline_successors[n].store(op, std::memory_order_relaxed);
+    if (p.successor_count.compare_exchange_weak(n, n + 1, std::memory_order_release,
+                                                std::memory_order_acquire)) {
+      ++edges;
+      return true;
+    }
+  }
+  if ((n & OpBlock::kCompleted) != 0) return false;
+  // Slots full: an overflow edge on the predecessor's stack.
+  auto* node = new OverflowEdge;
+  node->edge.to = op;
+  Edge* head = p.overflow.load(std::memory_order_acquire);
   do {
     if (head == OpBlock::kClosed) {
-      op->in_edges.truncate(op->in_edges.size() - 1);
+      delete node;
       return false;
     }
-    edge->next = head;
-  } while (!pred.op->successors.compare_exchange_weak(head, edge, std::memory_order_acq_rel,
-                                                      std::memory_order_acquire));
+    node->edge.next = head;
+  } while (!p.overflow.compare_exchange_weak(head, &node->edge, std::memory_order_acq_rel,
+                                             std::memory_order_acquire));
+  node->owned_next = op->owned_edges;
+  op->owned_edges = node;
   ++edges;
   return true;
 }
@@ -268,20 +281,25 @@ void ThreadedEngine::complete(OpBlock* op, Followers* followers) {
   if (op->error && op->kind == OpKind::kUser) record_error(op->error);
   for (const Dep& d : op->deps) leave_on(d, *op);
   if (op->kind == OpKind::kDelete) delete op->deps[0].var;  // nothing can follow it
-  // Close the list, then release the successors in push order (the stack
-  // holds them newest first). Edges live in the successors, written by the
-  // pusher: each is fetched for writing, since its successor's counter
-  // (usually on the same line) is decremented next; and the edges are read,
-  // not relinked, so no other line changes hands.
+  // Close the slots and the overflow stack, then release the successors in
+  // push order: the slots first, then the stack (newest first, so reversed).
+  // Each successor's first line is fetched for writing up front, so that the
+  // misses overlap; its counter is on it.
   SmallVector<OpBlock*, 8> successors;
-  for (Edge* e = op->successors.exchange(OpBlock::kClosed, std::memory_order_acq_rel);
-       e != nullptr; e = e->next) {
-    prefetch_for_write(e);
-    successors.push_back(e->to);
+  const std::uint32_t n = op->successor_count.exchange(OpBlock::kCompleted,
+                                                       std::memory_order_acq_rel);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    successors.push_back(op->inline_successors[i].load(std::memory_order_relaxed));
+    prefetch_for_write(successors[i]);
+  }
+  Edge* stack = op->overflow.exchange(OpBlock::kClosed, std::memory_order_acq_rel);
+  if (stack != nullptr) {
+    const std::size_t first = successors.size();
+    for (Edge* e = stack; e != nullptr; e = e->next) successors.push_back(e->to);
+    std::reverse(successors.begin() + first, successors.end());
   }
   delete op;
-  for (std::size_t i = successors.size(); i-- > 0;) {
-    OpBlock* successor = successors[i];
+  for (OpBlock* successor : successors) {
     if (successor->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       on_ready(successor, followers);
     }

@@ -7,10 +7,11 @@
 // follow edges. Each variable remembers, for the pusher, the last operation
 // that wrote it and the readers pushed since. A read gets an edge from that
 // writer; a write gets edges from those readers (or from the writer when there
-// are none). An edge is published by pushing it on the predecessor's
-// successor list, a lock-free stack that the predecessor closes when it
-// completes; a closed list means the dependency is already satisfied. The
-// operation counts its published edges and runs when the count drops to zero.
+// are none). An edge is published in the predecessor: in one of its inline
+// successor slots (claimed by advancing a count), or, when those are full, on
+// its overflow stack. The predecessor closes both when it completes; a closed
+// predecessor means the dependency is already satisfied. The operation counts
+// its published edges and runs when the count drops to zero.
 //
 // The pusher-side fields are guarded by the engine's push lock, so a worker
 // never touches them: a variable's first cache line stays with the pushing
@@ -55,8 +56,8 @@ struct Dep {
   Access access;
 };
 
-/// "Run `to` after the operation whose successor list holds this edge."
-/// Stored in `to`, which outlives every list it is linked into.
+/// "Run `to` after the operation whose overflow stack holds this edge."
+/// Owned by `to`, which outlives every stack it is linked into.
 struct Edge {
   Edge* next;
   OpBlock* to;
