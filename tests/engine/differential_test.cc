@@ -17,7 +17,6 @@
 // 200k operations each) only with TAGFLOW_HEAVY_TESTS=1. Every test body runs
 // under a watchdog that aborts with the test's name on a deadlock.
 
-#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -44,6 +43,7 @@
 #include "tagflow/engine/engine.h"
 #include "tagflow/engine/inline_function.h"
 #include "tagflow/engine/stream.h"
+#include "tests/engine/random_workload.h"
 #include "tests/engine/watchdog.h"
 
 namespace tagflow {
@@ -60,241 +60,24 @@ bool heavy_tests_enabled() {
   return flag != nullptr && std::string(flag) == "1";
 }
 
-// --- deterministic randomness and the mix ----------------------------------------
+// --- random workloads (tests/engine/random_workload.h) ----------------------------
 
-constexpr std::uint64_t splitmix(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
+using testing::apply;
+using testing::Cell;
+using testing::Checkpoint;
+using testing::Coverage;
+using testing::coverage_of;
+using testing::Expected;
+using testing::Finish;
+using testing::generate;
+using testing::OpSpec;
+using testing::replay;
+using testing::Rng;
+using testing::splitmix;
+using testing::Workload;
+using testing::WorkloadShape;
 
-/// A tiny portable generator, so a seed means the same workload everywhere.
-class Rng {
- public:
-  explicit Rng(std::uint64_t seed) : state_(splitmix(seed)) {}
-  std::uint64_t next() { return splitmix(state_++); }
-  /// Uniform in [0, n).
-  int below(int n) { return static_cast<int>(next() % static_cast<std::uint64_t>(n)); }
-  /// True with probability percent / 100.
-  bool chance(int percent) { return below(100) < percent; }
-
- private:
-  std::uint64_t state_;
-};
-
-/// The data a variable guards. Several words, written one after the other, so
-/// an operation overlapping a conflicting one has a window to tear them.
-constexpr int kWords = 4;
-struct alignas(64) Cell {
-  std::array<std::uint64_t, kWords> words{};
-  bool operator==(const Cell&) const = default;
-};
-
-// --- workloads --------------------------------------------------------------------
-
-/// How an operation finishes.
-enum class Finish : std::uint8_t {
-  kSync,           ///< work in the closure (or enqueued on the stream by it)
-  kDoneElsewhere,  ///< async: work in the closure, done() from a completer thread
-  kWorkElsewhere,  ///< async: work (or the stream enqueue) and done() on a completer thread
-};
-
-struct OpSpec {
-  std::uint64_t id = 0;     ///< salts the mix; unique across every workload of a test
-  std::uint32_t index = 0;  ///< position in its workload
-  Context ctx;
-  QueueKind queue = QueueKind::kCompute;
-  int priority = 0;
-  Finish finish = Finish::kSync;
-  bool slow = false;        ///< its work sleeps first: widens the window of an ordering bug
-  std::vector<int> reads;   ///< may repeat, may overlap `writes`
-  std::vector<int> writes;  ///< may repeat
-};
-
-/// A wait issued after an operation is pushed; the cell it guards is then
-/// compared with the replay's value at that point.
-struct Checkpoint {
-  std::size_t after_op = 0;
-  int var = 0;
-  bool for_write = false;
-};
-
-/// Variables 0..num_vars-1 are the workload's own (read and written);
-/// num_vars..num_vars+num_shared-1 are shared with other clients, read only.
-struct Workload {
-  int num_vars = 0;
-  int num_shared = 0;
-  std::vector<OpSpec> ops;
-  std::vector<Checkpoint> checkpoints;  ///< sorted by after_op
-  /// Per own variable: delete_var right after pushing this op (and its
-  /// checkpoints), while work on it is still pending; -1: once the final cells
-  /// have been checked.
-  std::vector<std::ptrdiff_t> delete_after;
-  std::vector<Cell> initial;  ///< own cells before the first operation
-};
-
-struct WorkloadShape {
-  int num_vars = 16;
-  int num_shared = 0;
-  std::size_t num_ops = 3000;
-  std::uint64_t id_base = 0;
-};
-
-/// What a workload exercises, so the tests can check the generator did its job.
-struct Coverage {
-  int gpu_ops = 0, copy_queue_ops = 0, async_done_elsewhere = 0, async_work_elsewhere = 0;
-  int read_modify_write = 0, repeated_listing = 0, prioritized = 0, no_reads = 0;
-  int early_deletes = 0, checkpoints = 0, slow = 0;
-};
-
-constexpr std::array<Context, 5> kContexts = {cpu(0), cpu(1), cpu(2), gpu(0), gpu(1)};
-constexpr std::array<int, 5> kPriorities = {-1, 0, 0, 0, 2};
-
-Workload generate(std::uint64_t seed, const WorkloadShape& shape) {
-  Rng rng(seed);
-  Workload w;
-  w.num_vars = shape.num_vars;
-  w.num_shared = shape.num_shared;
-  w.initial.resize(static_cast<std::size_t>(shape.num_vars));
-  for (Cell& c : w.initial) {
-    for (auto& word : c.words) word = rng.next();
-  }
-  // Half the picks go to a few hot variables: long dependency chains.
-  const int hot = std::min(4, shape.num_vars);
-  auto own_var = [&] { return rng.chance(50) ? rng.below(hot) : rng.below(shape.num_vars); };
-  auto any_var = [&] {
-    if (shape.num_shared > 0 && rng.chance(25)) return shape.num_vars + rng.below(shape.num_shared);
-    return own_var();
-  };
-  w.ops.resize(shape.num_ops);
-  for (std::size_t i = 0; i < shape.num_ops; ++i) {
-    OpSpec& op = w.ops[i];
-    op.id = shape.id_base + i;
-    op.index = static_cast<std::uint32_t>(i);
-    op.ctx = kContexts[static_cast<std::size_t>(rng.below(static_cast<int>(kContexts.size())))];
-    op.queue = op.ctx.is_gpu() && rng.chance(35) ? QueueKind::kCopy : QueueKind::kCompute;
-    op.priority =
-        kPriorities[static_cast<std::size_t>(rng.below(static_cast<int>(kPriorities.size())))];
-    const int finish = rng.below(100);
-    op.finish = finish < 80   ? Finish::kSync
-                : finish < 90 ? Finish::kDoneElsewhere
-                              : Finish::kWorkElsewhere;
-    const int num_reads = rng.below(4);
-    for (int r = 0; r < num_reads; ++r) op.reads.push_back(any_var());
-    const int num_writes = 1 + rng.below(2);
-    for (int k = 0; k < num_writes; ++k) op.writes.push_back(own_var());
-    // Listings the engine must merge: a read twice, a write twice, a variable
-    // both read and written (read-modify-write).
-    if (!op.reads.empty() && rng.chance(10)) op.reads.push_back(op.reads.front());
-    if (rng.chance(5)) op.writes.push_back(op.writes.front());
-    if (rng.chance(15)) op.reads.push_back(op.writes.back());
-    op.slow = rng.below(1000) < 2;
-  }
-  // The last operation is slow device work: wait_for_all must wait for it.
-  if (!w.ops.empty()) {
-    OpSpec& last = w.ops.back();
-    last.ctx = gpu(rng.below(2));
-    last.slow = true;
-  }
-  for (std::size_t i = 0; i < shape.num_ops; ++i) {
-    if (rng.below(static_cast<int>(std::max<std::size_t>(1, shape.num_ops / 24))) == 0) {
-      w.checkpoints.push_back({i, own_var(), rng.chance(50)});
-    }
-  }
-  std::vector<std::ptrdiff_t> last_touch(static_cast<std::size_t>(shape.num_vars), -1);
-  for (const OpSpec& op : w.ops) {
-    for (const auto* list : {&op.reads, &op.writes}) {
-      for (int v : *list) {
-        if (v < shape.num_vars) last_touch[static_cast<std::size_t>(v)] = op.index;
-      }
-    }
-  }
-  for (const Checkpoint& c : w.checkpoints) {
-    auto& t = last_touch[static_cast<std::size_t>(c.var)];
-    t = std::max(t, static_cast<std::ptrdiff_t>(c.after_op));
-  }
-  w.delete_after.resize(static_cast<std::size_t>(shape.num_vars));
-  for (std::size_t v = 0; v < w.delete_after.size(); ++v) {
-    w.delete_after[v] = rng.chance(50) ? last_touch[v] : -1;
-  }
-  // What the last (slow, device) operation writes stays alive until checked.
-  if (!w.ops.empty()) {
-    for (int v : w.ops.back().writes) w.delete_after[static_cast<std::size_t>(v)] = -1;
-  }
-  return w;
-}
-
-Coverage coverage_of(const Workload& w) {
-  Coverage c;
-  for (const OpSpec& op : w.ops) {
-    c.gpu_ops += op.ctx.is_gpu() ? 1 : 0;
-    c.copy_queue_ops += op.queue == QueueKind::kCopy ? 1 : 0;
-    c.async_done_elsewhere += op.finish == Finish::kDoneElsewhere ? 1 : 0;
-    c.async_work_elsewhere += op.finish == Finish::kWorkElsewhere ? 1 : 0;
-    c.prioritized += op.priority != 0 ? 1 : 0;
-    c.no_reads += op.reads.empty() ? 1 : 0;
-    c.slow += op.slow ? 1 : 0;
-    bool rmw = false, repeated = false;
-    for (std::size_t a = 0; a < op.writes.size(); ++a) {
-      for (int r : op.reads) rmw = rmw || r == op.writes[a];
-      for (std::size_t b = a + 1; b < op.writes.size(); ++b)
-        repeated = repeated || op.writes[a] == op.writes[b];
-    }
-    for (std::size_t a = 0; a < op.reads.size(); ++a) {
-      for (std::size_t b = a + 1; b < op.reads.size(); ++b)
-        repeated = repeated || op.reads[a] == op.reads[b];
-    }
-    c.read_modify_write += rmw ? 1 : 0;
-    c.repeated_listing += repeated ? 1 : 0;
-  }
-  for (std::ptrdiff_t d : w.delete_after) c.early_deletes += d >= 0 ? 1 : 0;
-  c.checkpoints = static_cast<int>(w.checkpoints.size());
-  return c;
-}
-
-/// The body of every operation, on every engine and in the replay: all reads
-/// are summed first, then each write (in list order) is mixed with that sum
-/// and the operation's id. `table[v]` is variable v's cell.
-void apply(const OpSpec& op, Cell* const* table) {
-  std::uint64_t input = splitmix(op.id);
-  for (int r : op.reads) {
-    for (std::uint64_t word : table[r]->words) input += word;
-  }
-  for (int v : op.writes) {
-    std::uint64_t carry = input;
-    for (std::uint64_t& word : table[v]->words) {
-      carry = splitmix(word ^ carry);
-      word = carry;
-    }
-  }
-}
-
-/// The serial replay: the expected own cells, and each checkpoint's cell.
-struct Expected {
-  std::vector<Cell> cells;
-  std::vector<Cell> at_checkpoint;
-};
-
-Expected replay(const Workload& w, const std::vector<Cell>& shared) {
-  Expected e;
-  e.cells = w.initial;
-  std::vector<Cell> shared_copy = shared;
-  std::vector<Cell*> table;
-  for (Cell& c : e.cells) table.push_back(&c);
-  for (Cell& c : shared_copy) table.push_back(&c);
-  std::size_t next_checkpoint = 0;
-  for (const OpSpec& op : w.ops) {
-    apply(op, table.data());
-    for (; next_checkpoint < w.checkpoints.size() &&
-           w.checkpoints[next_checkpoint].after_op == op.index;
-         ++next_checkpoint) {
-      e.at_checkpoint.push_back(
-          *table[static_cast<std::size_t>(w.checkpoints[next_checkpoint].var)]);
-    }
-  }
-  return e;
-}
+// --- comparing with the serial replay ----------------------------------------------
 
 ::testing::AssertionResult cells_match(const std::vector<Cell>& expected,
                                        const std::vector<Cell>& actual) {
