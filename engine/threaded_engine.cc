@@ -114,6 +114,10 @@ void ThreadedEngine::push(Operation op) {
   WorkerPool* pool = pool_for(op.name, op.ctx, op.queue);
   {
     std::lock_guard lock(push_lock_);
+    // Ask for the earlier operations' first lines before building the record,
+    // so the transfers overlap with that work (see submit()).
+    for (VarHandle v : op.writes) prefetch_predecessors(*v, true);
+    for (VarHandle v : op.reads) prefetch_predecessors(*v, false);
     auto* block = new OpBlock;
     block->name = op.name;
     block->ctx = op.ctx;
@@ -164,16 +168,6 @@ void ThreadedEngine::throttle() {
 void ThreadedEngine::submit(OpBlock* op) {
   pushed_.fetch_add(1, std::memory_order_relaxed);
   op->seq = next_seq_++;
-  // The earlier operations' first lines were last written by the workers
-  // that completed them: ask for all of them at once, so the misses overlap
-  // instead of following one another.
-  for (const Dep& d : op->deps) {
-    const VarBlock& v = *d.var;
-    if (v.last_writer.op != nullptr) __builtin_prefetch(v.last_writer.op, 1, 3);
-    if (is_write(d.access)) {
-      for (const OpRef& r : v.readers) __builtin_prefetch(r.op, 1, 3);
-    }
-  }
   // At most one edge per read, one per pending reader (or the writer) per write.
   std::size_t most_edges = 0;
   for (const Dep& d : op->deps) {
@@ -210,6 +204,18 @@ void ThreadedEngine::submit(OpBlock* op) {
   // Give back the edges not made, and the pusher's own reference.
   const auto unused = static_cast<std::int32_t>(most) - edges;
   if (op->pending.fetch_sub(unused, std::memory_order_acq_rel) == unused) on_ready(op, nullptr);
+}
+
+void ThreadedEngine::prefetch_predecessors(const VarBlock& var, bool write) {
+  // The earlier operations' first lines were last written by the workers
+  // that completed them: asking for all of them at once makes the misses
+  // overlap instead of following one another in add_edge().
+  // A read, not a write, prefetch: the record may have been recycled for an
+  // operation a worker is running right now, which must keep its line.
+  if (var.last_writer.op != nullptr) __builtin_prefetch(var.last_writer.op, 0, 3);
+  if (write) {
+    for (const OpRef& r : var.readers) __builtin_prefetch(r.op, 0, 3);
+  }
 }
 
 void ThreadedEngine::drop_completed_readers(VarBlock& var) {

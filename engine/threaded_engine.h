@@ -94,6 +94,8 @@ class ThreadedEngine final : public Engine, public EngineCore {
   /// Makes `op` known: edges from the operations it must follow. Takes
   /// ownership; the caller holds `push_lock_` and allocated `op` under it.
   void submit(OpBlock* op);
+  /// Starts fetching the records `var`'s next claim will look at.
+  static void prefetch_predecessors(const VarBlock& var, bool write);
   /// Forgets the readers of `var` that have completed.
   static void drop_completed_readers(VarBlock& var);
   /// Links `op` after `pred` unless `pred` has completed; true if linked.
