@@ -185,7 +185,9 @@ void ThreadedEngine::submit(OpBlock* op) {
   for (const Dep& d : op->deps) {
     VarBlock& v = *d.var;
     if (!is_write(d.access)) {
-      add_edge(v.last_writer, op, edges);
+      // A writer found completed is forgotten: later readers of a variable
+      // written long ago then look at nothing (the readers workload).
+      if (!add_edge(v.last_writer, op, edges)) v.last_writer = OpRef{};
       if (v.readers.size() >= v.prune_at) {
         drop_completed_readers(v);
         v.prune_at = static_cast<std::uint32_t>(std::max<std::size_t>(8, 2 * v.readers.size()));
