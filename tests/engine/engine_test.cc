@@ -1,10 +1,10 @@
 // The engine's contract, checked on every engine kind and worker count and
-// on every device kind (cpu(i), simulated GPUs).
-
-#include "tagflow/engine/engine.h"
+// on every device kind (cpu(i), simulated GPUs): dependency rules, priorities,
+// asynchronous operations, variables, shutdown and many clients.
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <stdexcept>
@@ -13,53 +13,21 @@
 
 #include <gtest/gtest.h>
 
+#include "tagflow/engine/engine.h"
 #include "tagflow/engine/error.h"
 #include "tagflow/engine/stream.h"
+#include "tests/engine/engine_fixture.h"
 #include "tests/engine/watchdog.h"
 
 namespace tagflow {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::config_for;
+using testing::EngineParam;
+using testing::EngineTest;
+using testing::on_device;
 using testing::run_with_timeout;
-
-struct EngineParam {
-  const char* label;
-  EngineKind kind;
-  int workers;
-};
-
-// Readable names in test listings ("naive", "threaded2") instead of bytes.
-void PrintTo(const EngineParam& p, std::ostream* os) { *os << p.label; }
-
-EngineConfig config_for(const EngineParam& p) {
-  EngineConfig c = EngineConfig::defaults();
-  c.kind = p.kind;
-  c.cpu_workers = p.workers;
-  c.sim_gpus = 2;
-  return c;
-}
-
-/// Runs `body` where the device's work runs: directly on a CPU, in stream
-/// order on a (simulated) GPU, so GPU fences are exercised.
-template <typename F>
-void on_device(const RunContext& rc, F&& body) {
-  if (rc.stream != nullptr) {
-    rc.stream->enqueue_host(std::forward<F>(body));
-  } else {
-    body();
-  }
-}
-
-class EngineTest : public ::testing::TestWithParam<EngineParam> {
- protected:
-  void SetUp() override { engine_ = make_engine(config_for(GetParam())); }
-  void TearDown() override { engine_.reset(); }
-  bool threaded() const { return GetParam().kind == EngineKind::kThreaded; }
-  static std::vector<Context> devices() { return {cpu(0), cpu(1), gpu(0)}; }
-
-  std::unique_ptr<Engine> engine_;
-};
 
 // --- dependency rules --------------------------------------------------------------
 
@@ -215,6 +183,53 @@ TEST_P(EngineTest, VariableListedTwiceOrInBothListsRunsOnce) {
   });
 }
 
+TEST_P(EngineTest, OperationWithHundredsOfVariablesOrdersWithEachOfThem) {
+  run_with_timeout(30s, [&] {
+    constexpr int kVars = 300;
+    std::vector<VarHandle> vars;
+    for (int i = 0; i < kVars; ++i) vars.push_back(engine_->new_var());
+    std::vector<int> values(kVars, 0);
+    // One writer per variable, then one operation reading the even ones and
+    // writing the odd ones (each listed twice), then one reader per variable.
+    for (int i = 0; i < kVars; ++i) {
+      engine_->push({.name = "init", .ctx = cpu(i % 2), .writes = {vars[static_cast<std::size_t>(i)]},
+                     .fn = [&values, i](const RunContext&) {
+                       std::this_thread::sleep_for(std::chrono::microseconds(i % 7));
+                       values[static_cast<std::size_t>(i)] = i;
+                     }});
+    }
+    Operation wide{.name = "wide", .ctx = gpu(0)};
+    for (int i = 0; i < kVars; ++i) {
+      VarList& list = i % 2 == 0 ? wide.reads : wide.writes;
+      list.push_back(vars[static_cast<std::size_t>(i)]);
+      list.push_back(vars[static_cast<std::size_t>(i)]);
+    }
+    long sum_seen = -1;
+    wide.fn = [&](const RunContext& rc) {
+      on_device(rc, [&] {
+        long sum = 0;
+        for (int i = 0; i < kVars; i += 2) sum += values[static_cast<std::size_t>(i)];
+        sum_seen = sum;
+        for (int i = 1; i < kVars; i += 2) values[static_cast<std::size_t>(i)] = -1;
+      });
+    };
+    engine_->push(std::move(wide));
+    std::atomic<int> odd_seen_overwritten{0};
+    for (int i = 1; i < kVars; i += 2) {
+      engine_->push({.name = "check", .ctx = cpu(0), .reads = {vars[static_cast<std::size_t>(i)]},
+                     .fn = [&, i](const RunContext&) {
+                       if (values[static_cast<std::size_t>(i)] == -1) ++odd_seen_overwritten;
+                     }});
+    }
+    engine_->wait_for_all();
+    long expected = 0;
+    for (int i = 0; i < kVars; i += 2) expected += i;
+    EXPECT_EQ(sum_seen, expected);
+    EXPECT_EQ(odd_seen_overwritten.load(), kVars / 2);
+    for (VarHandle v : vars) engine_->delete_var(v);
+  });
+}
+
 // --- priorities ---------------------------------------------------------------------
 
 TEST_P(EngineTest, HigherPriorityRunsFirstAmongReadyOperations) {
@@ -303,136 +318,6 @@ TEST_P(EngineTest, AsyncFailureAndDroppedCompletionReachTheWaits) {
     engine_->delete_var(x);
     engine_->delete_var(y);
     engine_->wait_for_all();
-  });
-}
-
-// --- errors on variables --------------------------------------------------------------
-
-TEST_P(EngineTest, ErrorTravelsAlongAChainAndSkipsDependents) {
-  run_with_timeout(30s, [&] {
-    VarHandle x = engine_->new_var(), y = engine_->new_var(), z = engine_->new_var();
-    VarHandle w = engine_->new_var();
-    std::atomic<int> dependents_ran{0};
-    std::atomic<bool> independent_ran{false};
-    engine_->push({.name = "explode", .ctx = cpu(0), .writes = {x},
-                   .fn = [](const RunContext&) { throw std::runtime_error("boom"); }});
-    engine_->push({.name = "b", .ctx = cpu(1), .reads = {x}, .writes = {y},
-                   .fn = [&](const RunContext&) { ++dependents_ran; }});
-    engine_->push({.name = "c", .ctx = gpu(0), .reads = {y}, .writes = {z},
-                   .fn = [&](const RunContext&) { ++dependents_ran; }});
-    engine_->push({.name = "independent", .ctx = cpu(0), .writes = {w},
-                   .fn = [&](const RunContext&) { independent_ran = true; }});
-    for (VarHandle v : {x, y, z}) {
-      try {
-        engine_->wait_to_read(v);
-        FAIL() << "no error";
-      } catch (const OperationError& e) {
-        EXPECT_EQ(e.op_name(), "explode");
-        EXPECT_EQ(e.context(), cpu(0));
-        EXPECT_NE(std::string(e.what()).find("boom"), std::string::npos);
-      }
-    }
-    EXPECT_NO_THROW(engine_->wait_to_read(w));
-    EXPECT_TRUE(independent_ran.load());
-    EXPECT_EQ(dependents_ran.load(), 0);
-    // wait_for_all rethrows the first error once, then the engine is clean.
-    EXPECT_THROW(engine_->wait_for_all(), OperationError);
-    EXPECT_NO_THROW(engine_->wait_for_all());
-    for (VarHandle v : {x, y, z, w}) engine_->delete_var(v);
-    engine_->wait_for_all();
-  });
-}
-
-TEST_P(EngineTest, ErrorFromAGpuReachesACpuReader) {
-  run_with_timeout(30s, [&] {
-    VarHandle x = engine_->new_var(), y = engine_->new_var();
-    engine_->push({.name = "gpu kernel", .ctx = gpu(1), .writes = {x},
-                   .fn = [](const RunContext&) { throw std::invalid_argument("bad launch"); }});
-    engine_->push({.name = "host", .ctx = cpu(2), .reads = {x}, .writes = {y},
-                   .fn = [](const RunContext&) {}});
-    try {
-      engine_->wait_to_read(y);
-      FAIL() << "no error";
-    } catch (const OperationError& e) {
-      EXPECT_EQ(e.context(), gpu(1));
-      EXPECT_NE(std::string(e.what()).find("gpu(1)"), std::string::npos) << e.what();
-      try {
-        std::rethrow_exception(e.cause());
-      } catch (const std::invalid_argument& cause) {
-        EXPECT_STREQ(cause.what(), "bad launch");
-      }
-    }
-    EXPECT_THROW(engine_->wait_for_all(), OperationError);
-    engine_->delete_var(x);
-    engine_->delete_var(y);
-  });
-}
-
-TEST_P(EngineTest, LaterSuccessfulWriteClearsTheError) {
-  run_with_timeout(30s, [&] {
-    VarHandle x = engine_->new_var();
-    int value = 0;
-    engine_->push({.name = "fail", .ctx = cpu(0), .writes = {x},
-                   .fn = [](const RunContext&) { throw std::runtime_error("first"); }});
-    // In place (read + write): must be skipped, the error stays.
-    engine_->push({.name = "in place", .ctx = cpu(0), .reads = {x}, .writes = {x},
-                   .fn = [&](const RunContext&) { value += 100; }});
-    EXPECT_THROW(engine_->wait_to_read(x), OperationError);
-    EXPECT_EQ(value, 0);
-    // Overwrite: runs and clears.
-    engine_->push({.name = "overwrite", .ctx = cpu(0), .writes = {x},
-                   .fn = [&](const RunContext&) { value = 5; }});
-    EXPECT_NO_THROW(engine_->wait_to_read(x));
-    EXPECT_EQ(value, 5);
-    EXPECT_THROW(engine_->wait_for_all(), OperationError);  // the first failure, once
-    EXPECT_NO_THROW(engine_->wait_for_all());
-    engine_->delete_var(x);
-  });
-}
-
-TEST_P(EngineTest, WaitFromInsideAnOperationThrowsInsteadOfDeadlocking) {
-  run_with_timeout(30s, [&] {
-    VarHandle x = engine_->new_var(), y = engine_->new_var();
-    std::vector<std::string> messages;
-    engine_->push({.name = "impatient", .ctx = cpu(0), .writes = {x},
-                   .fn = [&](const RunContext&) {
-                     try {
-                       engine_->wait_to_read(y);
-                     } catch (const WaitInsideOperationError& e) {
-                       messages.push_back(e.what());
-                     }
-                     try {
-                       engine_->wait_for_all();
-                     } catch (const WaitInsideOperationError& e) {
-                       messages.push_back(e.what());
-                     }
-                   }});
-    engine_->wait_for_all();
-    ASSERT_EQ(messages.size(), 2u);
-    EXPECT_NE(messages[0].find("wait_to_read"), std::string::npos) << messages[0];
-    EXPECT_NE(messages[0].find("'impatient'"), std::string::npos) << messages[0];
-    EXPECT_NE(messages[1].find("wait_for_all"), std::string::npos) << messages[1];
-    engine_->delete_var(x);
-    engine_->delete_var(y);
-  });
-}
-
-TEST_P(EngineTest, ErrorRaisedByDeviceWorkReachesWaitForAll) {
-  run_with_timeout(30s, [&] {
-    VarHandle x = engine_->new_var();
-    engine_->push({.name = "kernel", .ctx = gpu(0), .writes = {x},
-                   .fn = [](const RunContext& rc) {
-                     rc.stream->enqueue_host([] { throw std::runtime_error("illegal address"); });
-                   }});
-    try {
-      engine_->wait_for_all();
-      FAIL() << "no error";
-    } catch (const OperationError& e) {
-      EXPECT_EQ(e.context(), gpu(0));
-      EXPECT_NE(std::string(e.what()).find("illegal address"), std::string::npos) << e.what();
-    }
-    EXPECT_NO_THROW(engine_->wait_for_all());  // reported once
-    engine_->delete_var(x);
   });
 }
 
@@ -559,39 +444,8 @@ TEST_P(EngineTest, OperationsMayPushOperations) {
   });
 }
 
-// --- bad input ----------------------------------------------------------------------------
-
-TEST_P(EngineTest, BadPushesGiveTypedErrorsAndLoseNothing) {
-  run_with_timeout(30s, [&] {
-    VarHandle x = engine_->new_var();
-    try {
-      engine_->push({.name = "far away", .ctx = gpu(5), .writes = {x},
-                     .fn = [](const RunContext&) {}});
-      FAIL() << "accepted gpu(5)";
-    } catch (const DeviceError& e) {
-      EXPECT_NE(std::string(e.what()).find("gpu(5)"), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find("2 GPU"), std::string::npos) << e.what();
-    }
-    EXPECT_THROW(engine_->push({.name = "empty", .ctx = cpu(0), .writes = {x}}), Error);
-    EXPECT_THROW(engine_->push({.name = "null var", .ctx = cpu(0), .writes = {nullptr},
-                                .fn = [](const RunContext&) {}}),
-                 Error);
-    // The engine is still usable, and x has no leftover claim.
-    int value = 0;
-    engine_->push({.name = "fine", .ctx = cpu(0), .writes = {x},
-                   .fn = [&](const RunContext&) { value = 1; }});
-    engine_->wait_to_read(x);
-    EXPECT_EQ(value, 1);
-    engine_->delete_var(x);
-  });
-}
-
-INSTANTIATE_TEST_SUITE_P(Engines, EngineTest,
-                         ::testing::Values(EngineParam{"naive", EngineKind::kNaive, 1},
-                                           EngineParam{"threaded1", EngineKind::kThreaded, 1},
-                                           EngineParam{"threaded2", EngineKind::kThreaded, 2},
-                                           EngineParam{"threaded4", EngineKind::kThreaded, 4}),
-                         [](const auto& param_info) { return std::string(param_info.param.label); });
+INSTANTIATE_TEST_SUITE_P(Engines, EngineTest, testing::engine_params(),
+                         testing::engine_param_name);
 
 }  // namespace
 }  // namespace tagflow

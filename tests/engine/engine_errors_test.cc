@@ -1,0 +1,219 @@
+// The engine's contract on failures, checked on every engine kind and worker
+// count: errors stored on variables, passed on and rethrown, cleared by a later
+// write; waits from inside operations; bad pushes.
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tagflow/engine/engine.h"
+#include "tagflow/engine/error.h"
+#include "tagflow/engine/stream.h"
+#include "tests/engine/engine_fixture.h"
+#include "tests/engine/watchdog.h"
+
+namespace tagflow {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::config_for;
+using testing::EngineParam;
+using testing::EngineTest;
+using testing::on_device;
+using testing::run_with_timeout;
+
+/// Same fixture; its own name, as GoogleTest wants one class per suite.
+class EngineErrorTest : public EngineTest {};
+
+TEST_P(EngineErrorTest, ExceptionNotDerivedFromStdExceptionIsStillReported) {
+  run_with_timeout(30s, [&] {
+    VarHandle x = engine_->new_var();
+    engine_->push({.name = "throws an int", .ctx = cpu(0), .writes = {x},
+                   .fn = [](const RunContext&) { throw 42; }});
+    try {
+      engine_->wait_to_read(x);
+      FAIL() << "no error";
+    } catch (const OperationError& e) {
+      EXPECT_EQ(e.op_name(), "throws an int");
+      EXPECT_NE(std::string(e.what()).find("not derived from std::exception"), std::string::npos)
+          << e.what();
+      try {
+        std::rethrow_exception(e.cause());
+      } catch (int value) {
+        EXPECT_EQ(value, 42);
+      }
+    }
+    EXPECT_THROW(engine_->wait_for_all(), OperationError);
+    engine_->delete_var(x);
+  });
+}
+
+// --- errors on variables --------------------------------------------------------------
+
+TEST_P(EngineErrorTest, ErrorTravelsAlongAChainAndSkipsDependents) {
+  run_with_timeout(30s, [&] {
+    VarHandle x = engine_->new_var(), y = engine_->new_var(), z = engine_->new_var();
+    VarHandle w = engine_->new_var();
+    std::atomic<int> dependents_ran{0};
+    std::atomic<bool> independent_ran{false};
+    engine_->push({.name = "explode", .ctx = cpu(0), .writes = {x},
+                   .fn = [](const RunContext&) { throw std::runtime_error("boom"); }});
+    engine_->push({.name = "b", .ctx = cpu(1), .reads = {x}, .writes = {y},
+                   .fn = [&](const RunContext&) { ++dependents_ran; }});
+    engine_->push({.name = "c", .ctx = gpu(0), .reads = {y}, .writes = {z},
+                   .fn = [&](const RunContext&) { ++dependents_ran; }});
+    engine_->push({.name = "independent", .ctx = cpu(0), .writes = {w},
+                   .fn = [&](const RunContext&) { independent_ran = true; }});
+    for (VarHandle v : {x, y, z}) {
+      try {
+        engine_->wait_to_read(v);
+        FAIL() << "no error";
+      } catch (const OperationError& e) {
+        EXPECT_EQ(e.op_name(), "explode");
+        EXPECT_EQ(e.context(), cpu(0));
+        EXPECT_NE(std::string(e.what()).find("boom"), std::string::npos);
+      }
+    }
+    EXPECT_NO_THROW(engine_->wait_to_read(w));
+    EXPECT_TRUE(independent_ran.load());
+    EXPECT_EQ(dependents_ran.load(), 0);
+    // wait_for_all rethrows the first error once, then the engine is clean.
+    EXPECT_THROW(engine_->wait_for_all(), OperationError);
+    EXPECT_NO_THROW(engine_->wait_for_all());
+    for (VarHandle v : {x, y, z, w}) engine_->delete_var(v);
+    engine_->wait_for_all();
+  });
+}
+
+TEST_P(EngineErrorTest, ErrorFromAGpuReachesACpuReader) {
+  run_with_timeout(30s, [&] {
+    VarHandle x = engine_->new_var(), y = engine_->new_var();
+    engine_->push({.name = "gpu kernel", .ctx = gpu(1), .writes = {x},
+                   .fn = [](const RunContext&) { throw std::invalid_argument("bad launch"); }});
+    engine_->push({.name = "host", .ctx = cpu(2), .reads = {x}, .writes = {y},
+                   .fn = [](const RunContext&) {}});
+    try {
+      engine_->wait_to_read(y);
+      FAIL() << "no error";
+    } catch (const OperationError& e) {
+      EXPECT_EQ(e.context(), gpu(1));
+      EXPECT_NE(std::string(e.what()).find("gpu(1)"), std::string::npos) << e.what();
+      try {
+        std::rethrow_exception(e.cause());
+      } catch (const std::invalid_argument& cause) {
+        EXPECT_STREQ(cause.what(), "bad launch");
+      }
+    }
+    EXPECT_THROW(engine_->wait_for_all(), OperationError);
+    engine_->delete_var(x);
+    engine_->delete_var(y);
+  });
+}
+
+TEST_P(EngineErrorTest, LaterSuccessfulWriteClearsTheError) {
+  run_with_timeout(30s, [&] {
+    VarHandle x = engine_->new_var();
+    int value = 0;
+    engine_->push({.name = "fail", .ctx = cpu(0), .writes = {x},
+                   .fn = [](const RunContext&) { throw std::runtime_error("first"); }});
+    // In place (read + write): must be skipped, the error stays.
+    engine_->push({.name = "in place", .ctx = cpu(0), .reads = {x}, .writes = {x},
+                   .fn = [&](const RunContext&) { value += 100; }});
+    EXPECT_THROW(engine_->wait_to_read(x), OperationError);
+    EXPECT_EQ(value, 0);
+    // Overwrite: runs and clears.
+    engine_->push({.name = "overwrite", .ctx = cpu(0), .writes = {x},
+                   .fn = [&](const RunContext&) { value = 5; }});
+    EXPECT_NO_THROW(engine_->wait_to_read(x));
+    EXPECT_EQ(value, 5);
+    EXPECT_THROW(engine_->wait_for_all(), OperationError);  // the first failure, once
+    EXPECT_NO_THROW(engine_->wait_for_all());
+    engine_->delete_var(x);
+  });
+}
+
+TEST_P(EngineErrorTest, WaitFromInsideAnOperationThrowsInsteadOfDeadlocking) {
+  run_with_timeout(30s, [&] {
+    VarHandle x = engine_->new_var(), y = engine_->new_var();
+    std::vector<std::string> messages;
+    engine_->push({.name = "impatient", .ctx = cpu(0), .writes = {x},
+                   .fn = [&](const RunContext&) {
+                     try {
+                       engine_->wait_to_read(y);
+                     } catch (const WaitInsideOperationError& e) {
+                       messages.push_back(e.what());
+                     }
+                     try {
+                       engine_->wait_for_all();
+                     } catch (const WaitInsideOperationError& e) {
+                       messages.push_back(e.what());
+                     }
+                   }});
+    engine_->wait_for_all();
+    ASSERT_EQ(messages.size(), 2u);
+    EXPECT_NE(messages[0].find("wait_to_read"), std::string::npos) << messages[0];
+    EXPECT_NE(messages[0].find("'impatient'"), std::string::npos) << messages[0];
+    EXPECT_NE(messages[1].find("wait_for_all"), std::string::npos) << messages[1];
+    engine_->delete_var(x);
+    engine_->delete_var(y);
+  });
+}
+
+TEST_P(EngineErrorTest, ErrorRaisedByDeviceWorkReachesWaitForAll) {
+  run_with_timeout(30s, [&] {
+    VarHandle x = engine_->new_var();
+    engine_->push({.name = "kernel", .ctx = gpu(0), .writes = {x},
+                   .fn = [](const RunContext& rc) {
+                     rc.stream->enqueue_host([] { throw std::runtime_error("illegal address"); });
+                   }});
+    try {
+      engine_->wait_for_all();
+      FAIL() << "no error";
+    } catch (const OperationError& e) {
+      EXPECT_EQ(e.context(), gpu(0));
+      EXPECT_NE(std::string(e.what()).find("illegal address"), std::string::npos) << e.what();
+    }
+    EXPECT_NO_THROW(engine_->wait_for_all());  // reported once
+    engine_->delete_var(x);
+  });
+}
+
+// --- bad input ----------------------------------------------------------------------------
+
+TEST_P(EngineErrorTest, BadPushesGiveTypedErrorsAndLoseNothing) {
+  run_with_timeout(30s, [&] {
+    VarHandle x = engine_->new_var();
+    try {
+      engine_->push({.name = "far away", .ctx = gpu(5), .writes = {x},
+                     .fn = [](const RunContext&) {}});
+      FAIL() << "accepted gpu(5)";
+    } catch (const DeviceError& e) {
+      EXPECT_NE(std::string(e.what()).find("gpu(5)"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("2 GPU"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(engine_->push({.name = "empty", .ctx = cpu(0), .writes = {x}}), Error);
+    EXPECT_THROW(engine_->push({.name = "null var", .ctx = cpu(0), .writes = {nullptr},
+                                .fn = [](const RunContext&) {}}),
+                 Error);
+    // The engine is still usable, and x has no leftover claim.
+    int value = 0;
+    engine_->push({.name = "fine", .ctx = cpu(0), .writes = {x},
+                   .fn = [&](const RunContext&) { value = 1; }});
+    engine_->wait_to_read(x);
+    EXPECT_EQ(value, 1);
+    engine_->delete_var(x);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, EngineErrorTest, testing::engine_params(),
+                         testing::engine_param_name);
+
+}  // namespace
+}  // namespace tagflow
