@@ -38,9 +38,7 @@ bool env_bool(const char* name, bool fallback) {
 
 }  // namespace
 
-const char* to_string(EngineKind kind) {
-  return kind == EngineKind::kNaive ? "naive" : "threaded";
-}
+const char* to_string(EngineKind kind) { return kind == EngineKind::kNaive ? "naive" : "threaded"; }
 
 EngineConfig EngineConfig::defaults() {
   EngineConfig c;
@@ -66,7 +64,7 @@ EngineConfig EngineConfig::from_env() {
   c.max_pending = env_int("TAGFLOW_MAX_PENDING_OPS", c.max_pending, 0, 1 << 30);
   c.profiler = env_bool("TAGFLOW_PROFILER", c.profiler);
   if (const char* level = env("TAGFLOW_LOG_LEVEL")) {
-    static constexpr std::string_view kLevels[] = {"trace", "debug", "info",    "warn",
+    static constexpr std::string_view kLevels[] = {"trace", "debug",    "info", "warn",
                                                    "error", "critical", "off"};
     bool known = false;
     for (auto l : kLevels) known = known || l == level;

@@ -9,9 +9,12 @@ namespace tagflow {
 
 std::string Context::str() const {
   switch (type) {
-    case DeviceType::kCPU: return fmt::format("cpu({})", index);
-    case DeviceType::kGPU: return fmt::format("gpu({})", index);
-    case DeviceType::kCPUPinned: return fmt::format("cpu_pinned({})", index);
+    case DeviceType::kCPU:
+      return fmt::format("cpu({})", index);
+    case DeviceType::kGPU:
+      return fmt::format("gpu({})", index);
+    case DeviceType::kCPUPinned:
+      return fmt::format("cpu_pinned({})", index);
   }
   return fmt::format("device{}({})", static_cast<int>(type), index);
 }

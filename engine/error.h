@@ -64,15 +64,15 @@ std::string describe(const std::exception_ptr& e);
 /// The message names the operation, what was expected and what came:
 ///
 ///   TAGFLOW_CHECK(n > 0, "push: expected at least one variable, got {}", n);
-#define TAGFLOW_CHECK(cond, ...)                           \
-  do {                                                     \
-    if (!(cond)) [[unlikely]]                              \
+#define TAGFLOW_CHECK(cond, ...)                                     \
+  do {                                                               \
+    if (!(cond)) [[unlikely]]                                        \
       ::tagflow::detail::throw_error<::tagflow::Error>(__VA_ARGS__); \
   } while (false)
 
 /// Same as TAGFLOW_CHECK with a specific error type.
-#define TAGFLOW_CHECK_AS(ErrorType, cond, ...)             \
-  do {                                                     \
-    if (!(cond)) [[unlikely]]                              \
+#define TAGFLOW_CHECK_AS(ErrorType, cond, ...)                \
+  do {                                                        \
+    if (!(cond)) [[unlikely]]                                 \
       ::tagflow::detail::throw_error<ErrorType>(__VA_ARGS__); \
   } while (false)

@@ -77,8 +77,7 @@ class InlineFunction<R(Args...), Capacity> {
 
   template <typename D>
   static constexpr bool fits_inline() {
-    return sizeof(D) <= Capacity && alignof(D) <= kAlign &&
-           std::is_nothrow_move_constructible_v<D>;
+    return sizeof(D) <= Capacity && alignof(D) <= kAlign && std::is_nothrow_move_constructible_v<D>;
   }
 
   template <typename D>

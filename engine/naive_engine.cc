@@ -31,10 +31,10 @@ Stream* NaiveEngine::stream_for(Context ctx, QueueKind queue) {
   }
   const int n = num_gpus();
   if (ctx.index < 0 || ctx.index >= n) {
-    throw_error<DeviceError>(
-        "push: operation targets {} but {}", ctx.str(),
-        n == 0 ? std::string("there is no GPU (") + backend_->status() + ")"
-               : fmt::format("only {} GPU(s) exist: gpu(0)..gpu({})", n, n - 1));
+    throw_error<DeviceError>("push: operation targets {} but {}", ctx.str(),
+                             n == 0
+                                 ? std::string("there is no GPU (") + backend_->status() + ")"
+                                 : fmt::format("only {} GPU(s) exist: gpu(0)..gpu({})", n, n - 1));
   }
   auto& stream = streams_[{ctx.index, queue}];
   if (!stream) stream = backend_->make_stream(ctx, queue);
@@ -75,7 +75,7 @@ void NaiveEngine::push(Operation op) {
           } catch (...) {
             launch_error = std::current_exception();
           }
-        }  // a Completion the closure did not take is dropped here: fails the op
+        }                    // a Completion the closure did not take is dropped here: fails the op
         me.running = outer;  // the wait below is ours, not the operation's
         finished.wait();
         if (launch_error) std::rethrow_exception(launch_error);

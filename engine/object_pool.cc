@@ -26,7 +26,7 @@ void ObjectPoolRegistry::release(ObjectPoolCache* cache) {
 }
 
 void* ObjectPoolRegistry::new_chunk(std::size_t bytes) {
-  void* chunk = ::operator new(bytes, std::align_val_t{64});
+  void* chunk = ::operator new (bytes, std::align_val_t{64});
   std::lock_guard lock(mutex_);
   chunks_.push_back(chunk);
   return chunk;

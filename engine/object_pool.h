@@ -10,9 +10,9 @@
 // then drain on one side and overflow on the other; returning each block to
 // the cache that made it keeps steady-state pushing free of malloc and of
 // contended locks. Blocks freed for another thread's cache are gathered and
-// handed back in batches; a thread about to idle flushes its batch. Caches are never destroyed: a thread that exits hands its
-// cache to the next thread that starts, so a late remote free always has a
-// live destination. Memory is kept at its peak, like every caching pool.
+// handed back in batches; a thread about to idle flushes its batch. Caches are never destroyed: a
+// thread that exits hands its cache to the next thread that starts, so a late remote free always
+// has a live destination. Memory is kept at its peak, like every caching pool.
 
 #include <atomic>
 #include <cstddef>
@@ -70,7 +70,8 @@ class alignas(64) ObjectPoolCache {
 
   void* allocate() {
     PoolSlotHeader* slot = local_;
-    if (slot == nullptr) [[unlikely]] slot = refill();
+    if (slot == nullptr) [[unlikely]]
+      slot = refill();
     local_ = slot->next;
     // The next block was most likely freed on another core: start moving its
     // lines here now, so the next allocation finds them (Note [Operation memory]).
@@ -97,13 +98,12 @@ class alignas(64) ObjectPoolCache {
   }
 
  private:
-
   PoolSlotHeader* refill();
 
   ObjectPoolRegistry* registry_;
   std::size_t header_offset_;
-  std::size_t stride_;  ///< bytes from one slot to the next
-  PoolSlotHeader* local_ = nullptr;                      // owner thread only
+  std::size_t stride_;                                        ///< bytes from one slot to the next
+  PoolSlotHeader* local_ = nullptr;                           // owner thread only
   alignas(64) std::atomic<PoolSlotHeader*> remote_{nullptr};  // any thread pushes
 };
 

@@ -3,14 +3,13 @@
 // Internal to engine/.
 
 #include <atomic>
-#include <cstdint>
 #include <condition_variable>
-#include <memory>
-#include <utility>
-#include <mutex>
-#include <vector>
 #include <cstdint>
 #include <exception>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 #include "tagflow/engine/object_pool.h"
 #include "tagflow/engine/operation.h"

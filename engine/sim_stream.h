@@ -29,9 +29,9 @@ class SimStream final : public Stream {
  private:
   struct Item {
     enum class Type { kHost, kMark, kWait } type;
-    HostFunction fn;            // kHost
-    std::uint64_t seq = 0;      // kMark: this stream's mark; kWait: other's
-    Stream* other = nullptr;    // kWait
+    HostFunction fn;          // kHost
+    std::uint64_t seq = 0;    // kMark: this stream's mark; kWait: other's
+    Stream* other = nullptr;  // kWait
   };
   void push_item(Item item);
   void run();

@@ -23,7 +23,7 @@ class SmallVector {
  public:
   SmallVector() noexcept = default;
   SmallVector(std::initializer_list<T> items) { assign(items.begin(), items.size()); }
-  SmallVector(std::span<const T> items) { assign(items.data(), items.size()); }  // NOLINT
+  SmallVector(std::span<const T> items) { assign(items.data(), items.size()); }     // NOLINT
   SmallVector(const std::vector<T>& items) { assign(items.data(), items.size()); }  // NOLINT
 
   SmallVector(const SmallVector& other) { assign(other.data(), other.size()); }
@@ -56,7 +56,8 @@ class SmallVector {
   const T& operator[](std::size_t i) const { return data_[i]; }
 
   void push_back(const T& value) {
-    if (size_ == capacity_) [[unlikely]] reserve(static_cast<std::size_t>(size_) + 1);
+    if (size_ == capacity_) [[unlikely]]
+      reserve(static_cast<std::size_t>(size_) + 1);
     data_[size_++] = value;
   }
   void clear() { size_ = 0; }

@@ -26,7 +26,7 @@ inline void cpu_relax() noexcept {
 class SpinLock {
  public:
   void lock() noexcept {
-    for (int spins = 0; locked_.exchange(true, std::memory_order_acquire); ) {
+    for (int spins = 0; locked_.exchange(true, std::memory_order_acquire);) {
       while (locked_.load(std::memory_order_relaxed)) {
         if (++spins < 64) {
           cpu_relax();

@@ -60,7 +60,8 @@ WorkerPool* ThreadedEngine::pool_for(const char* op_name, Context ctx, QueueKind
     slot = ctx.index;  // cpu_pinned(i) runs on cpu(i)'s pool
   }
   WorkerPool* pool = pools_[static_cast<std::size_t>(slot)].load(std::memory_order_acquire);
-  if (pool == nullptr) [[unlikely]] pool = create_pool(slot, ctx, queue);
+  if (pool == nullptr) [[unlikely]]
+    pool = create_pool(slot, ctx, queue);
   return pool;
 }
 
@@ -294,8 +295,8 @@ void ThreadedEngine::complete(OpBlock* op, Followers* followers) {
   // Each successor's first line is fetched for writing up front, so that the
   // misses overlap; its counter is on it.
   SmallVector<OpBlock*, 8> successors;
-  const std::uint32_t n = op->successor_count.exchange(OpBlock::kCompleted,
-                                                       std::memory_order_acq_rel);
+  const std::uint32_t n =
+      op->successor_count.exchange(OpBlock::kCompleted, std::memory_order_acq_rel);
   for (std::uint32_t i = 0; i < n; ++i) {
     successors.push_back(op->inline_successors[i].load(std::memory_order_relaxed));
     prefetch_for_write(successors[i]);
@@ -520,9 +521,7 @@ void ThreadedEngine::wait_on(VarHandle var, Access access, const char* what) {
 
 void ThreadedEngine::wait_to_read(VarHandle var) { wait_on(var, Access::kRead, "wait_to_read"); }
 
-void ThreadedEngine::wait_to_write(VarHandle var) {
-  wait_on(var, Access::kWrite, "wait_to_write");
-}
+void ThreadedEngine::wait_to_write(VarHandle var) { wait_on(var, Access::kWrite, "wait_to_write"); }
 
 void ThreadedEngine::wait_for_all() {
   check_not_inside_operation("wait_for_all");
@@ -560,10 +559,10 @@ void ThreadedEngine::drain() {
       stream->synchronize(stream->record());
       if (std::exception_ptr error = stream->error(); error && !pool->stream_error_reported) {
         pool->stream_error_reported = true;
-        record_error(std::make_exception_ptr(OperationError(
-            pool->kind() == QueueKind::kCopy ? "device work on the copy stream"
-                                             : "device work on the compute stream",
-            pool->context(), error)));
+        record_error(std::make_exception_ptr(
+            OperationError(pool->kind() == QueueKind::kCopy ? "device work on the copy stream"
+                                                            : "device work on the compute stream",
+                           pool->context(), error)));
       }
     } catch (...) {
       record_error(std::current_exception());

@@ -45,13 +45,13 @@ void WakeWord::bump(bool all) {
     const std::uint64_t asleep = blocked(state) - signalled(state);
     wake = all ? asleep : (asleep > 0 ? 1 : 0);
     const std::uint64_t next_epoch = static_cast<std::uint32_t>(epoch_of(state) + 1u);
-    const std::uint64_t next = (state & ~std::uint64_t{0xffffffffu}) + next_epoch + wake * kOneSignalled;
+    const std::uint64_t next =
+        (state & ~std::uint64_t{0xffffffffu}) + next_epoch + wake * kOneSignalled;
     if (state_.compare_exchange_weak(state, next, std::memory_order_seq_cst)) break;
   }
   if (wake == 0) return;
 #if defined(__linux__)
-  syscall(SYS_futex, futex_word(), FUTEX_WAKE_PRIVATE, static_cast<int>(wake), nullptr, nullptr,
-          0);
+  syscall(SYS_futex, futex_word(), FUTEX_WAKE_PRIVATE, static_cast<int>(wake), nullptr, nullptr, 0);
 #endif
 }
 

@@ -11,6 +11,7 @@ packages=(
   libgtest-dev     # GoogleTest
   libcli11-dev     # command line
   ccache           # used when present
+  clang-format     # the style check in CI
 )
 
 missing=()

@@ -58,7 +58,8 @@ inline void apply(std::uint64_t* cells, const BenchOp& op, std::uint64_t i) {
 
 std::vector<std::uint64_t> serial_result(const std::vector<BenchOp>& ops) {
   std::vector<std::uint64_t> cells(kVars);
-  for (int v = 0; v < kVars; ++v) cells[static_cast<std::size_t>(v)] = static_cast<std::uint64_t>(v);
+  for (int v = 0; v < kVars; ++v)
+    cells[static_cast<std::size_t>(v)] = static_cast<std::uint64_t>(v);
   for (std::size_t i = 0; i < ops.size(); ++i) apply(cells.data(), ops[i], i);
   return cells;
 }
@@ -71,7 +72,8 @@ struct RunResult {
 RunResult run_once(Engine& engine, const std::vector<BenchOp>& ops,
                    const std::vector<std::uint64_t>& expected) {
   std::vector<std::uint64_t> cells(kVars);
-  for (int v = 0; v < kVars; ++v) cells[static_cast<std::size_t>(v)] = static_cast<std::uint64_t>(v);
+  for (int v = 0; v < kVars; ++v)
+    cells[static_cast<std::size_t>(v)] = static_cast<std::uint64_t>(v);
   std::vector<VarHandle> vars(kVars);
   for (auto& v : vars) v = engine.new_var();
   // Start the worker pool outside the timed region.
@@ -139,8 +141,8 @@ bool run_engine_bench(const EngineBenchOptions& options, const EngineConfig& bas
         "{{\"bench\":\"engine\",\"workload\":\"{}\",\"engine\":\"{}\",\"ops\":{},\"workers\":{},"
         "\"runs\":{},\"ops_per_s\":{:.0f},\"ops_per_s_min\":{:.0f},\"ops_per_s_max\":{:.0f},"
         "\"ok\":{}}}\n",
-        name, to_string(config.kind), options.ops, config.cpu_workers, options.runs,
-        median(rates), *lo, *hi, ok ? "true" : "false");
+        name, to_string(config.kind), options.ops, config.cpu_workers, options.runs, median(rates),
+        *lo, *hi, ok ? "true" : "false");
     std::fflush(stdout);
   }
   fmt::print("\n{:<10} {:>16} {:>12} {:>12}  {}\n", "workload", "median Mops/s", "min", "max",

@@ -26,8 +26,8 @@ int run_info() {
                    gpu.index);
       } else {
         fmt::print("  gpu({})               {}, {:.1f} GiB, compute capability {}.{}\n", gpu.index,
-                   gpu.name, static_cast<double>(gpu.total_memory) / (1u << 30),
-                   gpu.compute_major, gpu.compute_minor);
+                   gpu.name, static_cast<double>(gpu.total_memory) / (1u << 30), gpu.compute_major,
+                   gpu.compute_minor);
       }
     }
   }

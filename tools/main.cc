@@ -4,8 +4,8 @@
 #include <exception>
 #include <map>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "tagflow/tagflow.h"
 #include "tools/bench_engine.h"
@@ -27,10 +27,12 @@ int main(int argc, char** argv) {
   bench_engine->add_option("--ops", engine_options.ops, "Operations per workload")
       ->check(CLI::Range(1L, 1'000'000'000L))
       ->capture_default_str();
-  bench_engine->add_option("--workers", engine_options.workers,
-                           "Worker threads of cpu(0) (default: TAGFLOW_CPU_WORKERS or cores)")
+  bench_engine
+      ->add_option("--workers", engine_options.workers,
+                   "Worker threads of cpu(0) (default: TAGFLOW_CPU_WORKERS or cores)")
       ->check(CLI::Range(1, 1024));
-  bench_engine->add_option("--runs", engine_options.runs, "Runs per workload; the median is reported")
+  bench_engine
+      ->add_option("--runs", engine_options.runs, "Runs per workload; the median is reported")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   bench_engine->add_option("--workload", engine_options.workloads, "Workloads to run")

@@ -9,8 +9,9 @@ int main() {
   VarHandle x = engine.new_var();
   long value = 0;
   for (int i = 1; i <= 100; ++i) {
-    engine.push({.name = "add", .ctx = cpu(0), .writes = {x},
-                 .fn = [&value, i](const RunContext&) { value += i; }});
+    engine.push({.name = "add", .ctx = cpu(0), .writes = {x}, .fn = [&value, i](const RunContext&) {
+                   value += i;
+                 }});
   }
   engine.wait_to_read(x);
   engine.delete_var(x);

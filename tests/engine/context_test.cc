@@ -36,7 +36,8 @@ TEST(Context, PrintThenParseIsIdentity) {
 }
 
 TEST(Context, RejectsMalformedTextWithTheInputInTheMessage) {
-  for (const char* bad : {"", "tpu:0", "gpu:", "gpu:-1", "gpu:1x", "gpu(1", "cpu 0", "gpu:99999999999"}) {
+  for (const char* bad :
+       {"", "tpu:0", "gpu:", "gpu:-1", "gpu:1x", "gpu(1", "cpu 0", "gpu:99999999999"}) {
     try {
       (void)Context::parse(bad);
       FAIL() << "accepted \"" << bad << "\"";

@@ -35,8 +35,10 @@ class EngineErrorTest : public EngineTest {};
 TEST_P(EngineErrorTest, ExceptionNotDerivedFromStdExceptionIsStillReported) {
   run_with_timeout(30s, [&] {
     VarHandle x = engine_->new_var();
-    engine_->push({.name = "throws an int", .ctx = cpu(0), .writes = {x},
-                   .fn = [](const RunContext&) { throw 42; }});
+    engine_->push(
+        {.name = "throws an int", .ctx = cpu(0), .writes = {x}, .fn = [](const RunContext&) {
+           throw 42;
+         }});
     try {
       engine_->wait_to_read(x);
       FAIL() << "no error";
@@ -63,14 +65,21 @@ TEST_P(EngineErrorTest, ErrorTravelsAlongAChainAndSkipsDependents) {
     VarHandle w = engine_->new_var();
     std::atomic<int> dependents_ran{0};
     std::atomic<bool> independent_ran{false};
-    engine_->push({.name = "explode", .ctx = cpu(0), .writes = {x},
-                   .fn = [](const RunContext&) { throw std::runtime_error("boom"); }});
-    engine_->push({.name = "b", .ctx = cpu(1), .reads = {x}, .writes = {y},
-                   .fn = [&](const RunContext&) { ++dependents_ran; }});
-    engine_->push({.name = "c", .ctx = gpu(0), .reads = {y}, .writes = {z},
-                   .fn = [&](const RunContext&) { ++dependents_ran; }});
-    engine_->push({.name = "independent", .ctx = cpu(0), .writes = {w},
-                   .fn = [&](const RunContext&) { independent_ran = true; }});
+    engine_->push({.name = "explode", .ctx = cpu(0), .writes = {x}, .fn = [](const RunContext&) {
+                     throw std::runtime_error("boom");
+                   }});
+    engine_->push(
+        {.name = "b", .ctx = cpu(1), .reads = {x}, .writes = {y}, .fn = [&](const RunContext&) {
+           ++dependents_ran;
+         }});
+    engine_->push(
+        {.name = "c", .ctx = gpu(0), .reads = {y}, .writes = {z}, .fn = [&](const RunContext&) {
+           ++dependents_ran;
+         }});
+    engine_->push(
+        {.name = "independent", .ctx = cpu(0), .writes = {w}, .fn = [&](const RunContext&) {
+           independent_ran = true;
+         }});
     for (VarHandle v : {x, y, z}) {
       try {
         engine_->wait_to_read(v);
@@ -95,10 +104,12 @@ TEST_P(EngineErrorTest, ErrorTravelsAlongAChainAndSkipsDependents) {
 TEST_P(EngineErrorTest, ErrorFromAGpuReachesACpuReader) {
   run_with_timeout(30s, [&] {
     VarHandle x = engine_->new_var(), y = engine_->new_var();
-    engine_->push({.name = "gpu kernel", .ctx = gpu(1), .writes = {x},
-                   .fn = [](const RunContext&) { throw std::invalid_argument("bad launch"); }});
-    engine_->push({.name = "host", .ctx = cpu(2), .reads = {x}, .writes = {y},
-                   .fn = [](const RunContext&) {}});
+    engine_->push({.name = "gpu kernel", .ctx = gpu(1), .writes = {x}, .fn = [](const RunContext&) {
+                     throw std::invalid_argument("bad launch");
+                   }});
+    engine_->push(
+        {.name = "host", .ctx = cpu(2), .reads = {x}, .writes = {y}, .fn = [](const RunContext&) {
+         }});
     try {
       engine_->wait_to_read(y);
       FAIL() << "no error";
@@ -121,16 +132,21 @@ TEST_P(EngineErrorTest, LaterSuccessfulWriteClearsTheError) {
   run_with_timeout(30s, [&] {
     VarHandle x = engine_->new_var();
     int value = 0;
-    engine_->push({.name = "fail", .ctx = cpu(0), .writes = {x},
-                   .fn = [](const RunContext&) { throw std::runtime_error("first"); }});
+    engine_->push({.name = "fail", .ctx = cpu(0), .writes = {x}, .fn = [](const RunContext&) {
+                     throw std::runtime_error("first");
+                   }});
     // In place (read + write): must be skipped, the error stays.
-    engine_->push({.name = "in place", .ctx = cpu(0), .reads = {x}, .writes = {x},
+    engine_->push({.name = "in place",
+                   .ctx = cpu(0),
+                   .reads = {x},
+                   .writes = {x},
                    .fn = [&](const RunContext&) { value += 100; }});
     EXPECT_THROW(engine_->wait_to_read(x), OperationError);
     EXPECT_EQ(value, 0);
     // Overwrite: runs and clears.
-    engine_->push({.name = "overwrite", .ctx = cpu(0), .writes = {x},
-                   .fn = [&](const RunContext&) { value = 5; }});
+    engine_->push({.name = "overwrite", .ctx = cpu(0), .writes = {x}, .fn = [&](const RunContext&) {
+                     value = 5;
+                   }});
     EXPECT_NO_THROW(engine_->wait_to_read(x));
     EXPECT_EQ(value, 5);
     EXPECT_THROW(engine_->wait_for_all(), OperationError);  // the first failure, once
@@ -143,8 +159,7 @@ TEST_P(EngineErrorTest, WaitFromInsideAnOperationThrowsInsteadOfDeadlocking) {
   run_with_timeout(30s, [&] {
     VarHandle x = engine_->new_var(), y = engine_->new_var();
     std::vector<std::string> messages;
-    engine_->push({.name = "impatient", .ctx = cpu(0), .writes = {x},
-                   .fn = [&](const RunContext&) {
+    engine_->push({.name = "impatient", .ctx = cpu(0), .writes = {x}, .fn = [&](const RunContext&) {
                      try {
                        engine_->wait_to_read(y);
                      } catch (const WaitInsideOperationError& e) {
@@ -169,8 +184,7 @@ TEST_P(EngineErrorTest, WaitFromInsideAnOperationThrowsInsteadOfDeadlocking) {
 TEST_P(EngineErrorTest, ErrorRaisedByDeviceWorkReachesWaitForAll) {
   run_with_timeout(30s, [&] {
     VarHandle x = engine_->new_var();
-    engine_->push({.name = "kernel", .ctx = gpu(0), .writes = {x},
-                   .fn = [](const RunContext& rc) {
+    engine_->push({.name = "kernel", .ctx = gpu(0), .writes = {x}, .fn = [](const RunContext& rc) {
                      rc.stream->enqueue_host([] { throw std::runtime_error("illegal address"); });
                    }});
     try {
@@ -191,21 +205,24 @@ TEST_P(EngineErrorTest, BadPushesGiveTypedErrorsAndLoseNothing) {
   run_with_timeout(30s, [&] {
     VarHandle x = engine_->new_var();
     try {
-      engine_->push({.name = "far away", .ctx = gpu(5), .writes = {x},
-                     .fn = [](const RunContext&) {}});
+      engine_->push(
+          {.name = "far away", .ctx = gpu(5), .writes = {x}, .fn = [](const RunContext&) {}});
       FAIL() << "accepted gpu(5)";
     } catch (const DeviceError& e) {
       EXPECT_NE(std::string(e.what()).find("gpu(5)"), std::string::npos) << e.what();
       EXPECT_NE(std::string(e.what()).find("2 GPU"), std::string::npos) << e.what();
     }
     EXPECT_THROW(engine_->push({.name = "empty", .ctx = cpu(0), .writes = {x}}), Error);
-    EXPECT_THROW(engine_->push({.name = "null var", .ctx = cpu(0), .writes = {nullptr},
+    EXPECT_THROW(engine_->push({.name = "null var",
+                                .ctx = cpu(0),
+                                .writes = {nullptr},
                                 .fn = [](const RunContext&) {}}),
                  Error);
     // The engine is still usable, and x has no leftover claim.
     int value = 0;
-    engine_->push({.name = "fine", .ctx = cpu(0), .writes = {x},
-                   .fn = [&](const RunContext&) { value = 1; }});
+    engine_->push({.name = "fine", .ctx = cpu(0), .writes = {x}, .fn = [&](const RunContext&) {
+                     value = 1;
+                   }});
     engine_->wait_to_read(x);
     EXPECT_EQ(value, 1);
     engine_->delete_var(x);

@@ -55,7 +55,6 @@ class EngineTest : public ::testing::TestWithParam<EngineParam> {
   std::unique_ptr<Engine> engine_;
 };
 
-
 /// The engines every contract test runs on, named for test listings.
 inline auto engine_params() {
   return ::testing::Values(EngineParam{"naive", EngineKind::kNaive, 1},

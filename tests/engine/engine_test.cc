@@ -37,15 +37,16 @@ TEST_P(EngineTest, ReadAfterWriteSeesTheWrite) {
       VarHandle x = engine_->new_var();
       int value = 0;
       int seen = -1;
-      engine_->push({.name = "slow write", .ctx = ctx, .writes = {x},
-                     .fn = [&](const RunContext& rc) {
-                       on_device(rc, [&] {
-                         std::this_thread::sleep_for(20ms);
-                         value = 1;
-                       });
+      engine_->push(
+          {.name = "slow write", .ctx = ctx, .writes = {x}, .fn = [&](const RunContext& rc) {
+             on_device(rc, [&] {
+               std::this_thread::sleep_for(20ms);
+               value = 1;
+             });
+           }});
+      engine_->push({.name = "read", .ctx = ctx, .reads = {x}, .fn = [&](const RunContext& rc) {
+                       on_device(rc, [&] { seen = value; });
                      }});
-      engine_->push({.name = "read", .ctx = ctx, .reads = {x},
-                     .fn = [&](const RunContext& rc) { on_device(rc, [&] { seen = value; }); }});
       engine_->wait_for_all();
       EXPECT_EQ(seen, 1) << ctx;
       engine_->delete_var(x);
@@ -59,15 +60,16 @@ TEST_P(EngineTest, WriteAfterReadWaitsForTheReader) {
       VarHandle x = engine_->new_var();
       int value = 0;
       int seen = -1;
-      engine_->push({.name = "slow read", .ctx = ctx, .reads = {x},
-                     .fn = [&](const RunContext& rc) {
-                       on_device(rc, [&] {
-                         std::this_thread::sleep_for(20ms);
-                         seen = value;
-                       });
+      engine_->push(
+          {.name = "slow read", .ctx = ctx, .reads = {x}, .fn = [&](const RunContext& rc) {
+             on_device(rc, [&] {
+               std::this_thread::sleep_for(20ms);
+               seen = value;
+             });
+           }});
+      engine_->push({.name = "write", .ctx = ctx, .writes = {x}, .fn = [&](const RunContext& rc) {
+                       on_device(rc, [&] { value = 2; });
                      }});
-      engine_->push({.name = "write", .ctx = ctx, .writes = {x},
-                     .fn = [&](const RunContext& rc) { on_device(rc, [&] { value = 2; }); }});
       engine_->wait_to_write(x);
       EXPECT_EQ(seen, 0) << ctx;
       EXPECT_EQ(value, 2) << ctx;
@@ -82,10 +84,10 @@ TEST_P(EngineTest, WriteAfterWriteKeepsPushOrder) {
       VarHandle x = engine_->new_var();
       std::vector<int> order;
       for (int i = 0; i < 50; ++i) {
-        engine_->push({.name = "append", .ctx = ctx, .writes = {x},
-                       .fn = [&order, i](const RunContext& rc) {
-                         on_device(rc, [&order, i] { order.push_back(i); });
-                       }});
+        engine_->push(
+            {.name = "append", .ctx = ctx, .writes = {x}, .fn = [&order, i](const RunContext& rc) {
+               on_device(rc, [&order, i] { order.push_back(i); });
+             }});
       }
       engine_->wait_to_read(x);
       ASSERT_EQ(order.size(), 50u) << ctx;
@@ -102,16 +104,21 @@ TEST_P(EngineTest, CrossDeviceChainsFollowDependencies) {
     VarHandle x = engine_->new_var(), y = engine_->new_var(), z = engine_->new_var();
     long vx = 0, vy = 0, vz = 0;
     for (int round = 1; round <= 20; ++round) {
-      engine_->push({.name = "x", .ctx = gpu(0), .writes = {x},
-                     .fn = [&, round](const RunContext& rc) {
-                       on_device(rc, [&, round] {
-                         std::this_thread::sleep_for(1ms);
-                         vx = round;
-                       });
-                     }});
-      engine_->push({.name = "y", .ctx = cpu(1), .reads = {x}, .writes = {y},
-                     .fn = [&](const RunContext&) { vy = vx * 10; }});
-      engine_->push({.name = "z", .ctx = gpu(1), .reads = {y}, .writes = {z},
+      engine_->push(
+          {.name = "x", .ctx = gpu(0), .writes = {x}, .fn = [&, round](const RunContext& rc) {
+             on_device(rc, [&, round] {
+               std::this_thread::sleep_for(1ms);
+               vx = round;
+             });
+           }});
+      engine_->push(
+          {.name = "y", .ctx = cpu(1), .reads = {x}, .writes = {y}, .fn = [&](const RunContext&) {
+             vy = vx * 10;
+           }});
+      engine_->push({.name = "z",
+                     .ctx = gpu(1),
+                     .reads = {y},
+                     .writes = {z},
                      .queue = QueueKind::kCopy,
                      .fn = [&](const RunContext& rc) { on_device(rc, [&] { vz += vy; }); }});
     }
@@ -131,8 +138,7 @@ TEST_P(EngineTest, ConcurrentReadersOverlap) {
     std::atomic<int> inside{0};
     std::atomic<int> saw_both{0};
     for (int i = 0; i < 2; ++i) {
-      engine_->push({.name = "reader", .ctx = cpu(0), .reads = {x},
-                     .fn = [&](const RunContext&) {
+      engine_->push({.name = "reader", .ctx = cpu(0), .reads = {x}, .fn = [&](const RunContext&) {
                        ++inside;
                        // Both readers must be inside at once; serialised readers time out here.
                        const auto deadline = std::chrono::steady_clock::now() + 5s;
@@ -154,14 +160,14 @@ TEST_P(EngineTest, WriterWaitsForAllConcurrentReaders) {
     std::atomic<int> readers_done{0};
     int seen_by_writer = -1;
     for (int i = 0; i < 8; ++i) {
-      engine_->push({.name = "reader", .ctx = cpu(0), .reads = {x},
-                     .fn = [&](const RunContext&) {
+      engine_->push({.name = "reader", .ctx = cpu(0), .reads = {x}, .fn = [&](const RunContext&) {
                        std::this_thread::sleep_for(2ms);
                        ++readers_done;
                      }});
     }
-    engine_->push({.name = "writer", .ctx = cpu(0), .writes = {x},
-                   .fn = [&](const RunContext&) { seen_by_writer = readers_done.load(); }});
+    engine_->push({.name = "writer", .ctx = cpu(0), .writes = {x}, .fn = [&](const RunContext&) {
+                     seen_by_writer = readers_done.load();
+                   }});
     engine_->wait_to_read(x);
     EXPECT_EQ(seen_by_writer, 8);
     engine_->delete_var(x);
@@ -172,10 +178,15 @@ TEST_P(EngineTest, VariableListedTwiceOrInBothListsRunsOnce) {
   run_with_timeout(30s, [&] {
     VarHandle x = engine_->new_var(), y = engine_->new_var();
     int runs = 0;
-    engine_->push({.name = "dup", .ctx = cpu(0), .reads = {x, x, y}, .writes = {x, y, x},
+    engine_->push({.name = "dup",
+                   .ctx = cpu(0),
+                   .reads = {x, x, y},
+                   .writes = {x, y, x},
                    .fn = [&](const RunContext&) { ++runs; }});
-    engine_->push({.name = "after", .ctx = cpu(0), .reads = {x}, .writes = {y},
-                   .fn = [&](const RunContext&) { ++runs; }});
+    engine_->push(
+        {.name = "after", .ctx = cpu(0), .reads = {x}, .writes = {y}, .fn = [&](const RunContext&) {
+           ++runs;
+         }});
     engine_->wait_to_read(y);
     EXPECT_EQ(runs, 2);
     engine_->delete_var(x);
@@ -192,7 +203,9 @@ TEST_P(EngineTest, OperationWithHundredsOfVariablesOrdersWithEachOfThem) {
     // One writer per variable, then one operation reading the even ones and
     // writing the odd ones (each listed twice), then one reader per variable.
     for (int i = 0; i < kVars; ++i) {
-      engine_->push({.name = "init", .ctx = cpu(i % 2), .writes = {vars[static_cast<std::size_t>(i)]},
+      engine_->push({.name = "init",
+                     .ctx = cpu(i % 2),
+                     .writes = {vars[static_cast<std::size_t>(i)]},
                      .fn = [&values, i](const RunContext&) {
                        std::this_thread::sleep_for(std::chrono::microseconds(i % 7));
                        values[static_cast<std::size_t>(i)] = i;
@@ -216,7 +229,9 @@ TEST_P(EngineTest, OperationWithHundredsOfVariablesOrdersWithEachOfThem) {
     engine_->push(std::move(wide));
     std::atomic<int> odd_seen_overwritten{0};
     for (int i = 1; i < kVars; i += 2) {
-      engine_->push({.name = "check", .ctx = cpu(0), .reads = {vars[static_cast<std::size_t>(i)]},
+      engine_->push({.name = "check",
+                     .ctx = cpu(0),
+                     .reads = {vars[static_cast<std::size_t>(i)]},
                      .fn = [&, i](const RunContext&) {
                        if (values[static_cast<std::size_t>(i)] == -1) ++odd_seen_overwritten;
                      }});
@@ -238,15 +253,18 @@ TEST_P(EngineTest, HigherPriorityRunsFirstAmongReadyOperations) {
     std::promise<void> release;
     std::shared_future<void> released = release.get_future().share();
     // Occupy the only worker while the others become ready.
-    engine_->push({.name = "blocker", .ctx = cpu(0),
-                   .fn = [released](const RunContext&) { released.wait(); }});
+    engine_->push({.name = "blocker", .ctx = cpu(0), .fn = [released](const RunContext&) {
+                     released.wait();
+                   }});
     std::mutex mutex;
     std::vector<int> order;
     const int priorities[] = {0, 5, -1, 3, 0, 7, -4};
     std::vector<VarHandle> vars;
     for (int i = 0; i < 7; ++i) {
       vars.push_back(engine_->new_var());
-      engine_->push({.name = "ranked", .ctx = cpu(0), .writes = {vars.back()},
+      engine_->push({.name = "ranked",
+                     .ctx = cpu(0),
+                     .writes = {vars.back()},
                      .priority = priorities[i],
                      .fn = [&, i](const RunContext&) {
                        std::lock_guard lock(mutex);
@@ -270,7 +288,9 @@ TEST_P(EngineTest, AsyncOperationCompletesFromAnotherThread) {
       int value = 0;
       std::vector<std::thread> helpers;
       std::mutex helpers_mutex;
-      engine_->push({.name = "async write", .ctx = ctx, .writes = {x},
+      engine_->push({.name = "async write",
+                     .ctx = ctx,
+                     .writes = {x},
                      .fn = [&](const RunContext&, Completion done) {
                        std::lock_guard lock(helpers_mutex);
                        helpers.emplace_back([&value, c = std::move(done)]() mutable {
@@ -280,8 +300,9 @@ TEST_P(EngineTest, AsyncOperationCompletesFromAnotherThread) {
                        });
                      }});
       int seen = -1;
-      engine_->push({.name = "read", .ctx = cpu(0), .reads = {x},
-                     .fn = [&](const RunContext&) { seen = value; }});
+      engine_->push({.name = "read", .ctx = cpu(0), .reads = {x}, .fn = [&](const RunContext&) {
+                       seen = value;
+                     }});
       engine_->wait_for_all();
       EXPECT_EQ(seen, 7) << ctx;
       for (auto& t : helpers) t.join();
@@ -293,11 +314,13 @@ TEST_P(EngineTest, AsyncOperationCompletesFromAnotherThread) {
 TEST_P(EngineTest, AsyncFailureAndDroppedCompletionReachTheWaits) {
   run_with_timeout(30s, [&] {
     VarHandle x = engine_->new_var(), y = engine_->new_var();
-    engine_->push({.name = "io", .ctx = cpu(0), .writes = {x},
-                   .fn = [](const RunContext&, Completion c) {
-                     c.fail(std::make_exception_ptr(std::runtime_error("disk unplugged")));
-                   }});
-    engine_->push({.name = "forgetful", .ctx = cpu(0), .writes = {y},
+    engine_->push(
+        {.name = "io", .ctx = cpu(0), .writes = {x}, .fn = [](const RunContext&, Completion c) {
+           c.fail(std::make_exception_ptr(std::runtime_error("disk unplugged")));
+         }});
+    engine_->push({.name = "forgetful",
+                   .ctx = cpu(0),
+                   .writes = {y},
                    .fn = [](const RunContext&, Completion) {}});
     try {
       engine_->wait_to_read(x);
@@ -329,8 +352,7 @@ TEST_P(EngineTest, DeleteVarWaitsForPendingWork) {
     for (Context ctx : devices()) {
       VarHandle x = engine_->new_var();
       for (int i = 0; i < 5; ++i) {
-        engine_->push({.name = "slow", .ctx = ctx, .reads = {x},
-                       .fn = [&](const RunContext& rc) {
+        engine_->push({.name = "slow", .ctx = ctx, .reads = {x}, .fn = [&](const RunContext& rc) {
                          on_device(rc, [&] {
                            std::this_thread::sleep_for(5ms);
                            ++finished;
@@ -357,7 +379,9 @@ TEST_P(EngineTest, ShutdownWithPendingWorkRunsItAll) {
         const Context ctx = devices()[static_cast<std::size_t>(i) % 3];
         VarHandle v = vars[static_cast<std::size_t>(i) % vars.size()];
         if (i % 7 == 0) {
-          engine->push({.name = "async", .ctx = ctx, .writes = {v},
+          engine->push({.name = "async",
+                        .ctx = ctx,
+                        .writes = {v},
                         .fn = [&](const RunContext&, Completion c) {
                           std::lock_guard lock(helpers_mutex);
                           helpers.emplace_back([&ran, c = std::move(c)]() mutable {
@@ -366,8 +390,7 @@ TEST_P(EngineTest, ShutdownWithPendingWorkRunsItAll) {
                           });
                         }});
         } else {
-          engine->push({.name = "work", .ctx = ctx, .writes = {v},
-                        .fn = [&](const RunContext& rc) {
+          engine->push({.name = "work", .ctx = ctx, .writes = {v}, .fn = [&](const RunContext& rc) {
                           on_device(rc, [&] {
                             std::this_thread::sleep_for(50us);
                             ++ran;
@@ -399,13 +422,14 @@ TEST_P(EngineTest, PushesFromSeveralClientThreads) {
           const int a = (i * 7 + t) % kVars;
           const int b = (i * 3 + t * 5 + 1) % kVars;
           const Context ctx = devices()[static_cast<std::size_t>(i + t) % 3];
-          engine_->push({.name = "count", .ctx = ctx,
-                         .writes = {vars[static_cast<std::size_t>(a)],
-                                    vars[static_cast<std::size_t>(b)]},
-                         .fn = [&counts, a, b](const RunContext&) {
-                           ++counts[static_cast<std::size_t>(a)];
-                           if (b != a) ++counts[static_cast<std::size_t>(b)];
-                         }});
+          engine_->push(
+              {.name = "count",
+               .ctx = ctx,
+               .writes = {vars[static_cast<std::size_t>(a)], vars[static_cast<std::size_t>(b)]},
+               .fn = [&counts, a, b](const RunContext&) {
+                 ++counts[static_cast<std::size_t>(a)];
+                 if (b != a) ++counts[static_cast<std::size_t>(b)];
+               }});
         }
       });
     }
@@ -429,7 +453,9 @@ TEST_P(EngineTest, OperationsMayPushOperations) {
     VarHandle x = engine_->new_var();
     std::atomic<int> depth_reached{0};
     std::function<void(int)> spawn = [&](int depth) {
-      engine_->push({.name = "nested", .ctx = cpu(depth % 2), .writes = {x},
+      engine_->push({.name = "nested",
+                     .ctx = cpu(depth % 2),
+                     .writes = {x},
                      .fn = [&, depth](const RunContext&) {
                        depth_reached = depth;
                        if (depth < 10) spawn(depth + 1);
@@ -444,8 +470,7 @@ TEST_P(EngineTest, OperationsMayPushOperations) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Engines, EngineTest, testing::engine_params(),
-                         testing::engine_param_name);
+INSTANTIATE_TEST_SUITE_P(Engines, EngineTest, testing::engine_params(), testing::engine_param_name);
 
 }  // namespace
 }  // namespace tagflow
