@@ -45,9 +45,19 @@ class Engine {
 
   /// A new variable, with no pending operation.
   virtual VarHandle new_var() = 0;
+  /// Called once a deleted variable's last operation has completed.
+  using VarDeleter = detail::InlineFunction<void(), 40>;
+
   /// Deletes `var` once every operation pushed on it so far has completed.
   /// The handle must not be used after this call.
-  virtual void delete_var(VarHandle var) = 0;
+  void delete_var(VarHandle var) { delete_var(var, nullptr); }
+  /// Same, then calls `on_deleted` (from whichever thread completes the
+  /// deletion; it must not throw or wait). On GPUs "completed" means the
+  /// device work has finished, not merely been launched, so `on_deleted` may
+  /// hand the memory the variable guarded back to any stream.
+  ///
+  ///   engine.delete_var(var, [block] { allocator.release(block); });
+  virtual void delete_var(VarHandle var, VarDeleter on_deleted) = 0;
 
   /// Schedules `op`. Returns at once (the naive engine runs it first).
   /// Safe to call from several threads, and from inside operations.

@@ -19,9 +19,11 @@ NaiveEngine::~NaiveEngine() {
 
 VarHandle NaiveEngine::new_var() { return new VarBlock; }
 
-void NaiveEngine::delete_var(VarHandle var) {
+void NaiveEngine::delete_var(VarHandle var, VarDeleter on_deleted) {
   TAGFLOW_CHECK(var != nullptr, "delete_var: expected a variable, got null");
+  // Every operation has completed, device work included (push synchronises).
   delete var;
+  if (on_deleted) run_deleter(on_deleted);
 }
 
 Stream* NaiveEngine::stream_for(Context ctx, QueueKind queue) {

@@ -22,7 +22,8 @@ class NaiveEngine final : public Engine, public EngineCore {
   ~NaiveEngine() override;
 
   VarHandle new_var() override;
-  void delete_var(VarHandle var) override;
+  using Engine::delete_var;
+  void delete_var(VarHandle var, VarDeleter on_deleted) override;
   void push(Operation op) override;
   void wait_to_read(VarHandle var) override;
   void wait_to_write(VarHandle var) override;

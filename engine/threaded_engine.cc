@@ -91,13 +91,16 @@ WorkerPool* ThreadedEngine::create_pool(int slot, Context ctx, QueueKind queue) 
 
 VarHandle ThreadedEngine::new_var() { return new VarBlock; }
 
-void ThreadedEngine::delete_var(VarHandle var) {
+void ThreadedEngine::delete_var(VarHandle var, VarDeleter on_deleted) {
   TAGFLOW_CHECK(var != nullptr, "delete_var: expected a variable, got null");
   std::lock_guard lock(push_lock_);
   auto* op = new OpBlock;
   op->name = "delete_var";
   op->kind = OpKind::kDelete;
   op->engine = this;
+  if (on_deleted) {
+    op->fn = [d = std::move(on_deleted)](const RunContext&) mutable { run_deleter(d); };
+  }
   op->deps.push_back(Dep{var, Access::kWrite});
   submit(op);
 }
@@ -291,7 +294,10 @@ void ThreadedEngine::leave_on(const Dep& dep, const OpBlock& op) {
 void ThreadedEngine::complete(OpBlock* op, Followers* followers) {
   if (op->error && op->kind == OpKind::kUser) record_error(op->error);
   for (const Dep& d : op->deps) leave_on(d, *op);
-  if (op->kind == OpKind::kDelete) delete op->deps[0].var;  // nothing can follow it
+  if (op->kind == OpKind::kDelete) {
+    if (op->fn) op->fn.body()(RunContext{}, nullptr);
+    delete op->deps[0].var;  // nothing can follow it
+  }
   // Close the slots and the overflow stack, then release the successors in
   // push order: the slots first, then the stack (newest first, so reversed).
   // Each successor's first line is fetched for writing up front, so that the

@@ -59,7 +59,8 @@ class ThreadedEngine final : public Engine, public EngineCore {
   ~ThreadedEngine() override;
 
   VarHandle new_var() override;
-  void delete_var(VarHandle var) override;
+  using Engine::delete_var;
+  void delete_var(VarHandle var, VarDeleter on_deleted) override;
   void push(Operation op) override;
   void wait_to_read(VarHandle var) override;
   void wait_to_write(VarHandle var) override;

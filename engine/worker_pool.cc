@@ -1,5 +1,7 @@
 #include "tagflow/engine/worker_pool.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
 #include "tagflow/engine/error.h"
@@ -11,6 +13,16 @@ namespace tagflow::detail {
 WorkerIdentity& this_worker() {
   thread_local WorkerIdentity identity;
   return identity;
+}
+
+void run_deleter(Engine::VarDeleter& deleter) noexcept {
+  try {
+    deleter();
+  } catch (const std::exception& e) {
+    spdlog::error("a variable's deleter threw (ignored): {}", e.what());
+  } catch (...) {
+    spdlog::error("a variable's deleter threw an unknown exception (ignored)");
+  }
 }
 
 void check_not_inside_operation(const char* what) {

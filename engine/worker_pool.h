@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tagflow/engine/context.h"
+#include "tagflow/engine/engine.h"
 #include "tagflow/engine/op_block.h"
 #include "tagflow/engine/ready_queue.h"
 #include "tagflow/engine/spin_lock.h"
@@ -29,6 +30,9 @@ struct WorkerIdentity {
 WorkerIdentity& this_worker();
 /// Throws WaitInsideOperationError when the calling thread runs an operation.
 void check_not_inside_operation(const char* what);
+/// Runs a variable's deleter; one that throws is logged and otherwise
+/// ignored, since nothing waits on a deleted variable.
+void run_deleter(Engine::VarDeleter& deleter) noexcept;
 
 class WorkerPool {
  public:

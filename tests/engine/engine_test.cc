@@ -366,6 +366,64 @@ TEST_P(EngineTest, DeleteVarWaitsForPendingWork) {
   });
 }
 
+// The deleter is how memory goes back to its pool: it must run after the
+// device work of every reader and writer has finished, not merely launched,
+// and exactly once.
+TEST_P(EngineTest, DeleterRunsOnceAfterTheDeviceWorkHasFinished) {
+  run_with_timeout(30s, [&] {
+    for (Context ctx : devices()) {
+      for (bool last_is_write : {false, true}) {
+        VarHandle x = engine_->new_var();
+        std::atomic<int> finished{0};
+        std::atomic<int> seen_by_deleter{-1};
+        std::atomic<int> deleter_calls{0};
+        for (int i = 0; i < 4; ++i) {
+          Operation op{.name = "slow", .ctx = ctx, .fn = [&](const RunContext& rc) {
+                         on_device(rc, [&] {
+                           std::this_thread::sleep_for(3ms);
+                           ++finished;
+                         });
+                       }};
+          (last_is_write && i == 3 ? op.writes : op.reads).push_back(x);
+          engine_->push(std::move(op));
+        }
+        engine_->delete_var(x, [&] {
+          seen_by_deleter = finished.load();
+          ++deleter_calls;
+        });
+        engine_->wait_for_all();
+        // wait_for_all does not order with the deleter: give it a moment.
+        for (int spin = 0; spin < 2000 && deleter_calls.load() == 0; ++spin) {
+          std::this_thread::sleep_for(1ms);
+        }
+        EXPECT_EQ(deleter_calls.load(), 1) << ctx;
+        EXPECT_EQ(seen_by_deleter.load(), 4) << ctx << (last_is_write ? " write" : " reads");
+      }
+    }
+  });
+}
+
+TEST_P(EngineTest, DeleterOfAnIdleVariableRunsAndAThrowingOneIsContained) {
+  run_with_timeout(30s, [&] {
+    std::atomic<int> calls{0};
+    engine_->delete_var(engine_->new_var(), [&] { ++calls; });
+    engine_->delete_var(engine_->new_var(), [&] {
+      ++calls;
+      throw std::runtime_error("deleter failure");
+    });
+    for (int spin = 0; spin < 2000 && calls.load() < 2; ++spin) std::this_thread::sleep_for(1ms);
+    EXPECT_EQ(calls.load(), 2);
+    VarHandle y = engine_->new_var();  // the engine is still usable
+    int value = 0;
+    engine_->push({.name = "write", .ctx = cpu(0), .writes = {y}, .fn = [&](const RunContext&) {
+                     value = 7;
+                   }});
+    engine_->wait_to_read(y);
+    EXPECT_EQ(value, 7);
+    engine_->delete_var(y);
+  });
+}
+
 TEST_P(EngineTest, ShutdownWithPendingWorkRunsItAll) {
   run_with_timeout(60s, [&] {
     std::atomic<int> ran{0};
