@@ -6,3 +6,5 @@
 #include "tagflow/engine/engine.h"
 #include "tagflow/engine/error.h"
 #include "tagflow/engine/operation.h"
+#include "tagflow/storage/memory_stats.h"
+#include "tagflow/storage/storage.h"

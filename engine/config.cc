@@ -36,6 +36,25 @@ bool env_bool(const char* name, bool fallback) {
   detail::throw_error("{}: expected 1/0, true/false, on/off or yes/no, got \"{}\"", name, text);
 }
 
+std::uint64_t env_bytes(const char* name, std::uint64_t fallback) {
+  const char* text = env(name);
+  if (text == nullptr) return fallback;
+  std::string_view s(text);
+  std::uint64_t value = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  std::string_view suffix(ptr, static_cast<std::size_t>(s.data() + s.size() - ptr));
+  int shift = -1;
+  if (suffix.empty()) shift = 0;
+  if (suffix == "K" || suffix == "k") shift = 10;
+  if (suffix == "M" || suffix == "m") shift = 20;
+  if (suffix == "G" || suffix == "g") shift = 30;
+  TAGFLOW_CHECK(ec == std::errc{} && shift >= 0 && value <= (std::uint64_t{1} << 50) >> shift,
+                "{}: expected a byte count with an optional K, M or G suffix (e.g. 512M), "
+                "got \"{}\"",
+                name, text);
+  return value << shift;
+}
+
 }  // namespace
 
 const char* to_string(EngineKind kind) { return kind == EngineKind::kNaive ? "naive" : "threaded"; }
@@ -62,6 +81,7 @@ EngineConfig EngineConfig::from_env() {
   c.sim_gpus = env_int("TAGFLOW_SIM_GPUS", c.sim_gpus, 0, 64);
   c.worker_spin = env_int("TAGFLOW_WORKER_SPIN", c.worker_spin, 0, 100'000'000);
   c.max_pending = env_int("TAGFLOW_MAX_PENDING_OPS", c.max_pending, 0, 1 << 30);
+  c.memory_limit = env_bytes("TAGFLOW_MEMORY_LIMIT", c.memory_limit);
   c.profiler = env_bool("TAGFLOW_PROFILER", c.profiler);
   if (const char* level = env("TAGFLOW_LOG_LEVEL")) {
     static constexpr std::string_view kLevels[] = {"trace", "debug",    "info", "warn",
@@ -84,6 +104,8 @@ std::vector<std::pair<std::string, std::string>> EngineConfig::describe() const 
       {"TAGFLOW_SIM_GPUS", std::to_string(sim_gpus)},
       {"TAGFLOW_WORKER_SPIN", std::to_string(worker_spin)},
       {"TAGFLOW_MAX_PENDING_OPS", std::to_string(max_pending)},
+      {"TAGFLOW_MEMORY_LIMIT",
+       memory_limit == 0 ? "0 (device limit)" : std::to_string(memory_limit)},
       {"TAGFLOW_PROFILER", profiler ? "1" : "0"},
       {"TAGFLOW_LOG_LEVEL", log_level},
   };

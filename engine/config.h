@@ -2,6 +2,7 @@
 // EngineConfig: every tunable of the runtime, read once from the
 // environment, logged at start-up and listed by `tagflow info`.
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +25,10 @@ struct EngineConfig {
   /// TAGFLOW_MAX_PENDING_OPS: operations a client thread may have pending
   /// before its pushes pause (0: no limit). See Note [Bounded run-ahead].
   int max_pending = 4096;
+  /// TAGFLOW_MEMORY_LIMIT: bytes each device may hold (in use plus cached),
+  /// with an optional K, M or G suffix; 0 (default) leaves only the device's
+  /// own limit. How the out-of-memory path is exercised on simulated GPUs.
+  std::uint64_t memory_limit = 0;
   /// TAGFLOW_PROFILER: record every operation for the profiler.
   bool profiler = false;
   /// TAGFLOW_LOG_LEVEL: trace, debug, info, warn, error, critical or off.

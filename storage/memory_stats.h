@@ -1,0 +1,46 @@
+#pragma once
+// MemoryStats: what a device's allocator reports; OutOfMemoryError: what it
+// throws when a request cannot be met even after releasing its cache.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "tagflow/engine/context.h"
+#include "tagflow/engine/error.h"
+
+namespace tagflow {
+
+/// Memory figures of one device, in bytes (sizes as the allocator hands
+/// them out: a pooled allocator rounds requests up to its size classes).
+struct MemoryStats {
+  std::uint64_t in_use = 0;              ///< held by live arrays (and pending operations)
+  std::uint64_t cached = 0;              ///< freed blocks kept for reuse (pooled devices)
+  std::uint64_t peak = 0;                ///< highest `in_use` since start or reset_peak
+  std::uint64_t allocations = 0;         ///< requests served
+  std::uint64_t device_allocations = 0;  ///< of which went to the device (cudaMalloc, ...)
+  std::uint64_t limit = 0;               ///< bytes the device may hold; 0: no limit
+  std::uint64_t capacity = 0;            ///< the device's total memory when known, else 0
+};
+
+/// A request a device cannot meet, even after releasing its cached blocks.
+class OutOfMemoryError : public Error {
+ public:
+  OutOfMemoryError(Context device, std::uint64_t requested, const MemoryStats& stats);
+  Context device() const { return device_; }
+  std::uint64_t requested() const { return requested_; }
+  /// The device's figures when the request failed.
+  const MemoryStats& stats() const { return stats_; }
+
+ private:
+  Context device_;
+  std::uint64_t requested_;
+  MemoryStats stats_;
+};
+
+namespace detail {
+/// "512 B", "1.5 KiB", "64.0 MiB", "2.00 GiB".
+std::string format_bytes(std::uint64_t bytes);
+}  // namespace detail
+
+}  // namespace tagflow

@@ -1,0 +1,59 @@
+#pragma once
+// PooledAllocator: a caching allocator over device memory (one per GPU, real
+// or simulated, and one for pinned staging memory).
+//
+// Note [Size classes]
+// Requests are rounded up to a size class: 512 bytes at least, then four
+// classes per power of two (1024, 1280, 1536, 1792, 2048, 2560, ...), so at
+// most a quarter is wasted. A released block goes onto its class's free list
+// and serves the next request of that class without touching the device:
+// in steady state (a training loop allocating the same shapes every
+// iteration) no cudaMalloc happens. Blocks are never split or merged; that
+// keeps every operation O(1) under one short lock.
+//
+// A block is released only once every operation using it has completed, its
+// device work included (Engine::delete_var's deleter), so a cached block can
+// go to any stream. When the device (or the limit) cannot hold a new block,
+// the cache is returned to the device and the request retried once; then
+// OutOfMemoryError gives the device, the request and the figures.
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "tagflow/engine/context.h"
+#include "tagflow/storage/allocator.h"
+#include "tagflow/storage/device_memory.h"
+
+namespace tagflow::detail {
+
+class PooledAllocator final : public Allocator {
+ public:
+  PooledAllocator(Context ctx, std::unique_ptr<DeviceMemory> memory, std::uint64_t limit);
+  ~PooledAllocator() override;
+
+  MemoryBlock allocate(std::uint64_t bytes) override;
+  void release(MemoryBlock block) noexcept override;
+  MemoryStats stats() const override;
+  void empty_cache() override;
+  void set_limit(std::uint64_t bytes) override;
+  void reset_peak() override;
+
+  /// The size class a request of `bytes` is served from (Note [Size classes]).
+  static std::uint64_t size_class(std::uint64_t bytes);
+
+ private:
+  /// A new block from the device, or null when it (or the limit) has no room.
+  void* allocate_from_device(std::uint64_t size);
+  void release_cache_locked();
+
+  Context ctx_;
+  std::unique_ptr<DeviceMemory> memory_;
+  mutable std::mutex mutex_;
+  std::unordered_map<std::uint64_t, std::vector<void*>> free_lists_;
+  MemoryStats stats_;
+};
+
+}  // namespace tagflow::detail

@@ -1,0 +1,90 @@
+#include "tagflow/storage/storage.h"
+
+#include <fmt/format.h>
+
+#include "tagflow/engine/engine.h"
+#include "tagflow/engine/error.h"
+#include "tagflow/storage/device_memory.h"
+#include "tagflow/storage/host_allocator.h"
+#include "tagflow/storage/pooled_allocator.h"
+
+namespace tagflow {
+
+void check_device(Context ctx) {
+  if (ctx.is_gpu()) {
+    Engine& engine = Engine::get();
+    const int n = engine.num_gpus();
+    if (ctx.index >= 0 && ctx.index < n) return;
+    if (n == 0) {
+      detail::throw_error<DeviceError>("{} does not exist: there is no GPU ({})", ctx.str(),
+                                       engine.device_status());
+    }
+    detail::throw_error<DeviceError>("{} does not exist: {} GPU{} (gpu(0)..gpu({}){})", ctx.str(),
+                                     n, n == 1 ? "" : "s", n - 1,
+                                     engine.gpus()[0].simulated ? ", simulated" : "");
+  }
+  TAGFLOW_CHECK_AS(DeviceError, ctx.index >= 0 && ctx.index < detail::Storage::kMaxDevices,
+                   "{} does not exist: CPU devices are cpu(0)..cpu({})", ctx.str(),
+                   detail::Storage::kMaxDevices - 1);
+}
+
+MemoryStats memory_stats(Context ctx) { return detail::Storage::get().allocator(ctx).stats(); }
+
+void empty_cache(Context ctx) { detail::Storage::get().allocator(ctx).empty_cache(); }
+
+void set_memory_limit(Context ctx, std::uint64_t bytes) {
+  detail::Storage::get().allocator(ctx).set_limit(bytes);
+}
+
+void reset_peak_memory(Context ctx) { detail::Storage::get().allocator(ctx).reset_peak(); }
+
+namespace detail {
+
+Storage& Storage::get() {
+  // Never destroyed: arrays in static storage may release blocks during exit.
+  static Storage* storage = new Storage;
+  return *storage;
+}
+
+Storage::Storage() {
+  Engine& engine = Engine::get();
+  default_limit_ = engine.config().memory_limit;
+  real_gpus_ = engine.num_gpus() > 0 && !engine.gpus()[0].simulated;
+}
+
+Allocator& Storage::allocator(Context ctx) {
+  const auto type = static_cast<std::size_t>(ctx.type);
+  if (type < allocators_.size() && ctx.index >= 0 && ctx.index < kMaxDevices) {
+    Allocator* a =
+        allocators_[type][static_cast<std::size_t>(ctx.index)].load(std::memory_order_acquire);
+    if (a != nullptr) [[likely]]
+      return *a;
+  }
+  check_device(ctx);
+  std::lock_guard lock(make_mutex_);
+  auto& slot = allocators_[type][static_cast<std::size_t>(ctx.index)];
+  if (Allocator* a = slot.load(std::memory_order_relaxed)) return *a;
+  owned_.push_back(make_allocator(ctx));
+  slot.store(owned_.back().get(), std::memory_order_release);
+  return *owned_.back();
+}
+
+std::unique_ptr<Allocator> Storage::make_allocator(Context ctx) {
+  switch (ctx.type) {
+    case DeviceType::kCPU:
+      return std::make_unique<HostAllocator>(ctx, default_limit_);
+    case DeviceType::kCPUPinned:
+      return std::make_unique<PooledAllocator>(
+          ctx, real_gpus_ ? make_cuda_pinned_memory() : make_host_memory(), default_limit_);
+    case DeviceType::kGPU: {
+      const detail::GpuInfo& info = Engine::get().gpus()[static_cast<std::size_t>(ctx.index)];
+      return std::make_unique<PooledAllocator>(
+          ctx, info.simulated ? make_host_memory(info.total_memory) : make_cuda_memory(ctx.index),
+          default_limit_);
+    }
+  }
+  throw_error<DeviceError>("{}: unknown device type", ctx.str());
+}
+
+}  // namespace detail
+}  // namespace tagflow

@@ -1,0 +1,66 @@
+#pragma once
+// Storage: the memory of every device, one allocator per context, made on
+// first use. cpu(i) gets aligned host memory; each GPU (real or simulated)
+// and cpu_pinned get a pooled caching allocator (Note [Size classes] in
+// pooled_allocator.h). Arrays hold a MemoryBlock and hand it back through
+// the engine once their last operation has completed.
+//
+//   MemoryStats s = memory_stats(gpu(0));
+//   std::cout << s.in_use << " bytes in use, " << s.cached << " cached\n";
+//   empty_cache(gpu(0));
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "tagflow/engine/context.h"
+#include "tagflow/storage/allocator.h"
+#include "tagflow/storage/memory_stats.h"
+
+namespace tagflow {
+
+/// Memory figures of `ctx`. Throws DeviceError for a device that does not exist.
+MemoryStats memory_stats(Context ctx);
+/// Returns the cached blocks of `ctx` to the device (nothing to do on cpu(i)).
+void empty_cache(Context ctx);
+/// Bytes `ctx` may hold, in use plus cached; 0 removes the limit. The
+/// default comes from TAGFLOW_MEMORY_LIMIT.
+void set_memory_limit(Context ctx, std::uint64_t bytes);
+/// Restarts the peak of `ctx` from the bytes in use now.
+void reset_peak_memory(Context ctx);
+
+/// Throws DeviceError unless `ctx` names a device of this process, e.g.
+/// "gpu(10) does not exist: 2 GPUs (gpu(0)..gpu(1), simulated)".
+void check_device(Context ctx);
+
+namespace detail {
+
+class Storage {
+ public:
+  /// The process-wide storage, over the process-wide engine's devices.
+  static Storage& get();
+
+  /// The allocator of `ctx`, made on first use. Throws DeviceError for a
+  /// device that does not exist.
+  Allocator& allocator(Context ctx);
+
+  /// Devices of each type Storage can serve (cpu(i) and cpu_pinned(i) for
+  /// i below this; GPUs below the engine's count).
+  static constexpr int kMaxDevices = 64;
+
+ private:
+  Storage();
+  std::unique_ptr<Allocator> make_allocator(Context ctx);
+
+  std::uint64_t default_limit_;
+  bool real_gpus_;
+  std::mutex make_mutex_;
+  std::array<std::array<std::atomic<Allocator*>, kMaxDevices>, 3> allocators_{};
+  std::vector<std::unique_ptr<Allocator>> owned_;
+};
+
+}  // namespace detail
+}  // namespace tagflow

@@ -1,0 +1,193 @@
+// PooledAllocator on a counting device: size classes, reuse without device
+// allocations, statistics computed by hand, the out-of-memory path, and
+// concurrent use.
+
+#include "tagflow/storage/pooled_allocator.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace tagflow::detail {
+namespace {
+
+/// Host memory that counts what it hands out and can run out.
+class CountingMemory final : public DeviceMemory {
+ public:
+  struct Counters {
+    std::atomic<int> allocated{0};
+    std::atomic<int> released{0};
+    std::atomic<std::uint64_t> held{0};
+    std::uint64_t capacity = 0;  // 0: unlimited
+  };
+  explicit CountingMemory(Counters& c) : c_(c) {}
+  void* allocate(std::uint64_t bytes) override {
+    if (c_.capacity != 0 && c_.held + bytes > c_.capacity) return nullptr;
+    ++c_.allocated;
+    c_.held += bytes;
+    return std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  }
+  void release(void* data, std::uint64_t bytes) noexcept override {
+    ++c_.released;
+    c_.held -= bytes;
+    std::free(data);
+  }
+  std::uint64_t capacity() const override { return c_.capacity; }
+
+ private:
+  Counters& c_;
+};
+
+TEST(PooledAllocatorTest, SizeClassesCoverTheRequestWastingAtMostAQuarter) {
+  std::uint64_t previous = 0;
+  for (std::uint64_t bytes = 1; bytes < (std::uint64_t{1} << 22); bytes += 1 + bytes / 7) {
+    const std::uint64_t c = PooledAllocator::size_class(bytes);
+    EXPECT_GE(c, bytes);
+    EXPECT_GE(c, previous) << "classes must grow with the request";
+    if (bytes > 512) {
+      EXPECT_LE(static_cast<double>(c), 1.25 * static_cast<double>(bytes)) << bytes;
+    } else {
+      EXPECT_EQ(c, 512u);
+    }
+    previous = c;
+  }
+  EXPECT_EQ(PooledAllocator::size_class(1025), 1280u);
+  EXPECT_EQ(PooledAllocator::size_class(2048), 2048u);
+  EXPECT_EQ(PooledAllocator::size_class(2049), 2560u);
+}
+
+TEST(PooledAllocatorTest, ReleasedBlocksAreReusedWithoutDeviceAllocations) {
+  CountingMemory::Counters counters;
+  PooledAllocator pool(gpu(0), std::make_unique<CountingMemory>(counters), 0);
+  std::vector<MemoryBlock> blocks;
+  for (int i = 0; i < 8; ++i) blocks.push_back(pool.allocate(1000));
+  for (const MemoryBlock& b : blocks) std::memset(b.data, 0xab, 1000);  // usable
+  for (const MemoryBlock& b : blocks) pool.release(b);
+  EXPECT_EQ(counters.allocated.load(), 8);
+  for (int iteration = 0; iteration < 100; ++iteration) {  // a training loop, steady state
+    std::vector<MemoryBlock> again;
+    for (int i = 0; i < 8; ++i) again.push_back(pool.allocate(900 + i * 10));  // same class
+    for (const MemoryBlock& b : again) pool.release(b);
+  }
+  EXPECT_EQ(counters.allocated.load(), 8) << "steady state must not reach the device";
+  const MemoryStats s = pool.stats();
+  EXPECT_EQ(s.allocations, 8u + 800u);
+  EXPECT_EQ(s.device_allocations, 8u);
+  EXPECT_EQ(s.in_use, 0u);
+  EXPECT_EQ(s.cached, 8u * 1024u);
+  EXPECT_EQ(s.peak, 8u * 1024u);
+}
+
+TEST(PooledAllocatorTest, StatisticsFollowEveryStep) {
+  CountingMemory::Counters counters;
+  PooledAllocator pool(gpu(1), std::make_unique<CountingMemory>(counters), 0);
+  MemoryBlock a = pool.allocate(100);    // class 512
+  MemoryBlock b = pool.allocate(5000);   // class 5120
+  MemoryBlock c = pool.allocate(70000);  // class 81920
+  EXPECT_EQ(a.size, 512u);
+  EXPECT_EQ(b.size, 5120u);
+  EXPECT_EQ(c.size, 81920u);
+  EXPECT_EQ(pool.stats().in_use, 512u + 5120u + 81920u);
+  pool.release(c);
+  EXPECT_EQ(pool.stats().in_use, 512u + 5120u);
+  EXPECT_EQ(pool.stats().cached, 81920u);
+  EXPECT_EQ(pool.stats().peak, 512u + 5120u + 81920u);
+  pool.reset_peak();
+  EXPECT_EQ(pool.stats().peak, 512u + 5120u);
+  pool.empty_cache();
+  EXPECT_EQ(pool.stats().cached, 0u);
+  EXPECT_EQ(counters.released.load(), 1);
+  pool.release(a);
+  pool.release(b);
+  pool.empty_cache();
+  EXPECT_EQ(counters.held.load(), 0u);
+  EXPECT_EQ(pool.allocate(0).data, nullptr);
+}
+
+TEST(PooledAllocatorTest, OutOfMemoryReleasesTheCacheRetriesThenSaysWhy) {
+  CountingMemory::Counters counters;
+  counters.capacity = 1 << 20;  // a 1 MiB device
+  PooledAllocator pool(gpu(0), std::make_unique<CountingMemory>(counters), 0);
+  MemoryBlock big = pool.allocate(600 * 1024);
+  pool.release(big);                              // cached: the device is still 600 KiB full
+  MemoryBlock other = pool.allocate(700 * 1024);  // another class: needs the cache back
+  EXPECT_EQ(counters.released.load(), 1);
+  EXPECT_EQ(pool.stats().cached, 0u);
+  try {
+    (void)pool.allocate(512 * 1024);
+    FAIL() << "expected OutOfMemoryError";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_EQ(e.device(), gpu(0));
+    EXPECT_EQ(e.requested(), 512u * 1024u);
+    EXPECT_EQ(e.stats().in_use, other.size);
+    const std::string text = e.what();
+    EXPECT_NE(text.find("out of memory on gpu(0)"), std::string::npos) << text;
+    EXPECT_NE(text.find("tried to allocate 512.0 KiB"), std::string::npos) << text;
+    EXPECT_NE(text.find("768.0 KiB in use"), std::string::npos) << text;
+    EXPECT_NE(text.find("0 B cached"), std::string::npos) << text;
+    EXPECT_NE(text.find("device total 1.0 MiB"), std::string::npos) << text;
+  }
+  // Nothing was lost: the live block is intact and the pool still serves.
+  pool.release(other);
+  MemoryBlock again = pool.allocate(700 * 1024);
+  EXPECT_EQ(again.data, other.data);
+  pool.release(again);
+}
+
+TEST(PooledAllocatorTest, TheLimitCountsCachedBytesAndCanBeChanged) {
+  CountingMemory::Counters counters;
+  PooledAllocator pool(gpu(0), std::make_unique<CountingMemory>(counters), 64 * 1024);
+  MemoryBlock a = pool.allocate(40 * 1024);
+  EXPECT_THROW((void)pool.allocate(40 * 1024), OutOfMemoryError);
+  try {
+    (void)pool.allocate(40 * 1024);
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_NE(std::string(e.what()).find("limit 64.0 KiB"), std::string::npos) << e.what();
+  }
+  pool.set_limit(0);
+  MemoryBlock b = pool.allocate(40 * 1024);
+  pool.release(a);
+  pool.release(b);
+}
+
+TEST(PooledAllocatorTest, ManyThreadsAllocateAndReleaseConcurrently) {
+  CountingMemory::Counters counters;
+  PooledAllocator pool(gpu(0), std::make_unique<CountingMemory>(counters), 0);
+  constexpr int kThreads = 8;
+  std::vector<std::thread> threads;
+  std::atomic<int> overlaps{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<MemoryBlock> mine;
+      for (int i = 0; i < 2000; ++i) {
+        const std::uint64_t bytes = 64 + static_cast<std::uint64_t>((i * 37 + t * 101) % 9000);
+        MemoryBlock b = pool.allocate(bytes);
+        // Stamp the block; a block handed to two threads at once would show.
+        std::memset(b.data, t + 1, bytes);
+        if (static_cast<unsigned char*>(b.data)[bytes - 1] != t + 1) ++overlaps;
+        mine.push_back(b);
+        if (mine.size() > 16) {
+          const MemoryBlock& old = mine.front();
+          if (static_cast<unsigned char*>(old.data)[0] != t + 1) ++overlaps;
+          pool.release(old);
+          mine.erase(mine.begin());
+        }
+      }
+      for (const MemoryBlock& b : mine) pool.release(b);
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(overlaps.load(), 0);
+  const MemoryStats s = pool.stats();
+  EXPECT_EQ(s.in_use, 0u);
+  EXPECT_EQ(s.allocations, static_cast<std::uint64_t>(kThreads) * 2000u);
+  EXPECT_LT(s.device_allocations, s.allocations / 10) << "the pool must serve most requests";
+}
+
+}  // namespace
+}  // namespace tagflow::detail

@@ -1,0 +1,143 @@
+// Storage over the process-wide engine (two simulated GPUs): which devices
+// exist and the error for one that does not, host alignment and limits,
+// memory returned only after the operations using it have finished, and
+// the TAGFLOW_MEMORY_LIMIT setting.
+
+#include "tagflow/storage/storage.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "tagflow/engine/engine.h"
+#include "tagflow/engine/stream.h"
+
+namespace tagflow {
+namespace {
+
+using namespace std::chrono_literals;
+using detail::MemoryBlock;
+using detail::Storage;
+
+std::string error_text(Context ctx) {
+  try {
+    check_device(ctx);
+  } catch (const DeviceError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(StorageTest, DevicesThatDoNotExistAreNamedWithHowManyDo) {
+  ASSERT_EQ(num_gpus(), 2) << "the test main asks for two simulated GPUs";
+  EXPECT_EQ(error_text(gpu(10)), "gpu(10) does not exist: 2 GPUs (gpu(0)..gpu(1), simulated)");
+  EXPECT_EQ(error_text(gpu(2)), "gpu(2) does not exist: 2 GPUs (gpu(0)..gpu(1), simulated)");
+  EXPECT_EQ(error_text(cpu(64)), "cpu(64) does not exist: CPU devices are cpu(0)..cpu(63)");
+  EXPECT_EQ(error_text(gpu(1)), "");
+  EXPECT_EQ(error_text(cpu(3)), "");
+  EXPECT_THROW((void)memory_stats(gpu(10)), DeviceError);
+  EXPECT_THROW(Storage::get().allocator(gpu(-1)), DeviceError);
+}
+
+TEST(StorageTest, HostBlocksAreAlignedAndCounted) {
+  Context ctx = cpu(5);  // a device no other test uses
+  detail::Allocator& host = Storage::get().allocator(ctx);
+  const MemoryStats before = host.stats();
+  MemoryBlock a = host.allocate(1);
+  MemoryBlock b = host.allocate(1000);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(a.data) % 64, 0u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data) % 64, 0u);
+  EXPECT_EQ(host.stats().in_use - before.in_use, 64u + 1024u);
+  EXPECT_EQ(host.stats().allocations - before.allocations, 2u);
+  set_memory_limit(ctx, host.stats().in_use + 100);
+  EXPECT_THROW((void)host.allocate(1000), OutOfMemoryError);
+  set_memory_limit(ctx, 0);
+  host.release(a);
+  host.release(b);
+  EXPECT_EQ(host.stats().in_use, before.in_use);
+}
+
+// The block goes back to the pool only once the device work that uses it
+// has finished: a slow kernel on a simulated GPU keeps it in use.
+TEST(StorageTest, MemoryReturnsToThePoolOnlyAfterItsLastOperationFinished) {
+  for (Context ctx : {cpu(6), gpu(1)}) {
+    Engine& engine = Engine::get();
+    detail::Allocator& allocator = Storage::get().allocator(ctx);
+    const std::uint64_t in_use_before = allocator.stats().in_use;
+    MemoryBlock block = allocator.allocate(4096);
+    VarHandle var = engine.new_var();
+    std::atomic<bool> kernel_done{false};
+    engine.push({.name = "slow kernel",
+                 .ctx = ctx,
+                 .writes = {var},
+                 .fn = [&kernel_done, block](const RunContext& rc) {
+                   auto body = [&kernel_done, block] {
+                     std::this_thread::sleep_for(50ms);
+                     static_cast<char*>(block.data)[0] = 1;
+                     kernel_done = true;
+                   };
+                   if (rc.stream != nullptr) {
+                     rc.stream->enqueue_host(body);
+                   } else {
+                     body();
+                   }
+                 }});
+    std::atomic<bool> released{false};
+    engine.delete_var(var, [&, block] {
+      EXPECT_TRUE(kernel_done.load()) << ctx << ": released while its kernel ran";
+      allocator.release(block);
+      released = true;
+    });
+    EXPECT_EQ(allocator.stats().in_use, in_use_before + block.size) << ctx;
+    for (int i = 0; i < 5000 && !released; ++i) std::this_thread::sleep_for(1ms);
+    ASSERT_TRUE(released.load()) << ctx;
+    EXPECT_EQ(allocator.stats().in_use, in_use_before) << ctx;
+  }
+}
+
+TEST(StorageTest, PooledDevicesReuseTheirBlocks) {
+  detail::Allocator& pool = Storage::get().allocator(gpu(0));
+  MemoryBlock a = pool.allocate(123456);
+  pool.release(a);
+  const MemoryStats before = pool.stats();
+  MemoryBlock b = pool.allocate(123000);
+  EXPECT_EQ(b.data, a.data);
+  EXPECT_EQ(pool.stats().device_allocations, before.device_allocations);
+  pool.release(b);
+  empty_cache(gpu(0));
+  EXPECT_EQ(memory_stats(gpu(0)).cached, 0u);
+}
+
+TEST(StorageTest, MemoryLimitIsReadFromTheEnvironment) {
+  const char* saved = std::getenv("TAGFLOW_MEMORY_LIMIT");
+  std::string saved_value = saved != nullptr ? saved : "";
+  setenv("TAGFLOW_MEMORY_LIMIT", "512M", 1);
+  EXPECT_EQ(EngineConfig::from_env().memory_limit, 512u << 20);
+  setenv("TAGFLOW_MEMORY_LIMIT", "3000", 1);
+  EXPECT_EQ(EngineConfig::from_env().memory_limit, 3000u);
+  setenv("TAGFLOW_MEMORY_LIMIT", "2G", 1);
+  EXPECT_EQ(EngineConfig::from_env().memory_limit, std::uint64_t{2} << 30);
+  for (const char* bad : {"12X", "-5", "M", "1.5G"}) {
+    setenv("TAGFLOW_MEMORY_LIMIT", bad, 1);
+    try {
+      (void)EngineConfig::from_env();
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("TAGFLOW_MEMORY_LIMIT: expected a byte count"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  if (saved != nullptr) {
+    setenv("TAGFLOW_MEMORY_LIMIT", saved_value.c_str(), 1);
+  } else {
+    unsetenv("TAGFLOW_MEMORY_LIMIT");
+  }
+}
+
+}  // namespace
+}  // namespace tagflow
