@@ -1,0 +1,19 @@
+#pragma once
+// Devices as the tutorials name them: how many GPUs there are, and the GPU
+// to use if there is one.
+//
+//   Context ctx = try_gpu();           // gpu(0), or cpu(0) without a GPU
+//   for (Context c : try_all_gpus()) { ... }
+
+#include <vector>
+
+#include "tagflow/engine/context.h"
+
+namespace tagflow {
+
+/// gpu(i) if it exists, else cpu(0).
+Context try_gpu(int i = 0);
+/// Every GPU, or {cpu(0)} when there is none.
+std::vector<Context> try_all_gpus();
+
+}  // namespace tagflow

@@ -1,0 +1,25 @@
+#pragma once
+// format_array: an array printed exactly as NumPy 1.24's str(ndarray) prints
+// it with the default print options, which is how MXNet users see arrays.
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace tagflow::detail {
+
+/// NumPy's str() of a float32 array, e.g. "[[0. 0.]\n [0. 0.]]" or
+/// "[ 20.085537 109.1963   445.2395  ]". `shape` has at least one dimension;
+/// `values` are row-major and hold product(shape) elements. Throws
+/// tagflow::Error when the shape is empty, negative, or does not match.
+///
+///   std::vector<float> v{1, 2, 3};
+///   std::vector<std::int64_t> shape{3};
+///   format_array(v, shape);  // "[1. 2. 3.]"
+std::string format_array(std::span<const float> values, std::span<const std::int64_t> shape);
+
+/// NumPy's str() of an integer array (any integer dtype, widened to int64):
+/// elements right-aligned to a common width, e.g. "[ 1  2 -3]".
+std::string format_array(std::span<const std::int64_t> values, std::span<const std::int64_t> shape);
+
+}  // namespace tagflow::detail

@@ -1,0 +1,194 @@
+// The CUDA elementwise kernels: grid-stride loops over the bodies shared
+// with the CPU kernels (elementwise_functors.h), launched on the operation's
+// stream. Every launch is checked.
+
+#include <cuda_runtime.h>
+
+#include "tagflow/ops/kernels/cuda_check.h"
+#include "tagflow/ops/kernels/elementwise_kernels.h"
+
+namespace tagflow::detail::gpu_kernels {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+__device__ __forceinline__ std::int64_t first_index() {
+  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ std::int64_t grid_stride() {
+  return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+}
+
+template <UnaryOp op, typename T>
+__global__ void unary_kernel(const T* in, T* out, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) out[i] = apply_unary<op>(in[i]);
+}
+
+template <BinaryOp op, typename T>
+__global__ void binary_kernel(const T* a, const T* b, T* out, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
+    out[i] = apply_binary<op>(a[i], b[i]);
+  }
+}
+
+template <BinaryOp op, typename T>
+__global__ void binary_scalar_kernel(const T* a, T s, bool on_left, T* out, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
+    out[i] = on_left ? apply_binary<op>(s, a[i]) : apply_binary<op>(a[i], s);
+  }
+}
+
+template <BinaryOp op, typename T>
+__global__ void binary_broadcast_kernel(const T* a, const T* b, T* out, BroadcastPlan plan,
+                                        std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
+    std::int64_t oa = 0;
+    std::int64_t ob = 0;
+    plan.offsets(i, oa, ob);
+    out[i] = apply_binary<op>(a[oa], b[ob]);
+  }
+}
+
+template <typename From, typename To>
+__global__ void cast_kernel(const From* in, To* out, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) out[i] = static_cast<To>(in[i]);
+}
+
+template <typename T>
+__global__ void fill_kernel(T value, T* out, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) out[i] = value;
+}
+
+template <typename T>
+__global__ void arange_kernel(double start, double step, T* out, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
+    out[i] = static_cast<T>(start + static_cast<double>(i) * step);
+  }
+}
+
+template <typename T>
+__global__ void clip_kernel(const T* in, T low, T high, T* out, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
+    const T x = in[i];
+    out[i] = x < low ? low : (x > high ? high : x);
+  }
+}
+
+template <typename C, typename T>
+__global__ void where_kernel(const C* cond, const T* x, const T* y, T* out, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
+    out[i] = cond[i] != C(0) ? x[i] : y[i];
+  }
+}
+
+cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
+
+}  // namespace
+
+void unary(UnaryOp op, DType dtype, const void* in, void* out, std::int64_t n, void* stream) {
+  if (n == 0) return;
+  TAGFLOW_DTYPE_SWITCH(dtype, T, {
+    with_unary_op(op, [&](auto o) {
+      unary_kernel<decltype(o)::value, T><<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(
+          static_cast<const T*>(in), static_cast<T*>(out), n);
+    });
+  });
+  check_launch("unary kernel");
+}
+
+void binary(BinaryOp op, DType dtype, const void* a, const void* b, void* out, std::int64_t n,
+            void* stream) {
+  if (n == 0) return;
+  TAGFLOW_DTYPE_SWITCH(dtype, T, {
+    with_binary_op(op, [&](auto o) {
+      binary_kernel<decltype(o)::value, T><<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(
+          static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), n);
+    });
+  });
+  check_launch("binary kernel");
+}
+
+void binary_scalar(BinaryOp op, DType dtype, const void* a, ScalarOperand scalar, void* out,
+                   std::int64_t n, void* stream) {
+  if (n == 0) return;
+  TAGFLOW_DTYPE_SWITCH(dtype, T, {
+    with_binary_op(op, [&](auto o) {
+      binary_scalar_kernel<decltype(o)::value, T>
+          <<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(
+              static_cast<const T*>(a), static_cast<T>(scalar.value), scalar.on_left,
+              static_cast<T*>(out), n);
+    });
+  });
+  check_launch("binary scalar kernel");
+}
+
+void binary_broadcast(BinaryOp op, DType dtype, const void* a, const void* b, void* out,
+                      const BroadcastPlan& plan, void* stream) {
+  std::int64_t n = 1;
+  for (int axis = 0; axis < plan.ndim; ++axis) n *= plan.dims[axis];
+  if (n == 0) return;
+  TAGFLOW_DTYPE_SWITCH(dtype, T, {
+    with_binary_op(op, [&](auto o) {
+      binary_broadcast_kernel<decltype(o)::value, T>
+          <<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(
+              static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), plan, n);
+    });
+  });
+  check_launch("binary broadcast kernel");
+}
+
+void cast(DType from, DType to, const void* in, void* out, std::int64_t n, void* stream) {
+  if (n == 0) return;
+  TAGFLOW_DTYPE_SWITCH(from, From, {
+    TAGFLOW_DTYPE_SWITCH(to, To, {
+      cast_kernel<From, To><<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(
+          static_cast<const From*>(in), static_cast<To*>(out), n);
+    });
+  });
+  check_launch("cast kernel");
+}
+
+void fill(DType dtype, double value, void* out, std::int64_t n, void* stream) {
+  if (n == 0) return;
+  TAGFLOW_DTYPE_SWITCH(dtype, T, {
+    fill_kernel<T><<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(static_cast<T>(value),
+                                                                      static_cast<T*>(out), n);
+  });
+  check_launch("fill kernel");
+}
+
+void arange(DType dtype, double start, double step, void* out, std::int64_t n, void* stream) {
+  if (n == 0) return;
+  TAGFLOW_DTYPE_SWITCH(dtype, T, {
+    arange_kernel<T>
+        <<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(start, step, static_cast<T*>(out), n);
+  });
+  check_launch("arange kernel");
+}
+
+void clip(DType dtype, const void* in, double low, double high, void* out, std::int64_t n,
+          void* stream) {
+  if (n == 0) return;
+  TAGFLOW_DTYPE_SWITCH(dtype, T, {
+    clip_kernel<T><<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(
+        static_cast<const T*>(in), static_cast<T>(low), static_cast<T>(high), static_cast<T*>(out),
+        n);
+  });
+  check_launch("clip kernel");
+}
+
+void where(DType cond_dtype, const void* cond, DType dtype, const void* x, const void* y, void* out,
+           std::int64_t n, void* stream) {
+  if (n == 0) return;
+  TAGFLOW_DTYPE_SWITCH(cond_dtype, C, {
+    TAGFLOW_DTYPE_SWITCH(dtype, T, {
+      where_kernel<C, T><<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(
+          static_cast<const C*>(cond), static_cast<const T*>(x), static_cast<const T*>(y),
+          static_cast<T*>(out), n);
+    });
+  });
+  check_launch("where kernel");
+}
+
+}  // namespace tagflow::detail::gpu_kernels

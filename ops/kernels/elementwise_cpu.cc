@@ -1,0 +1,147 @@
+// The CPU elementwise kernels (Note [One kernel, three devices] in launch.h):
+// loops over the shared bodies of elementwise_functors.h.
+
+#include <algorithm>
+
+#include "tagflow/ops/kernels/cpu_parallel.h"
+#include "tagflow/ops/kernels/elementwise_kernels.h"
+
+namespace tagflow::detail::cpu_kernels {
+
+void unary(UnaryOp op, DType dtype, const void* in, void* out, std::int64_t n) {
+  TAGFLOW_DTYPE_SWITCH(dtype, T, {
+    const T* x = static_cast<const T*>(in);
+    T* y = static_cast<T*>(out);
+    with_unary_op(op, [&](auto o) {
+      parallel_for_range(n, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) y[i] = apply_unary<decltype(o)::value>(x[i]);
+      });
+    });
+  });
+}
+
+void binary(BinaryOp op, DType dtype, const void* a, const void* b, void* out, std::int64_t n) {
+  TAGFLOW_DTYPE_SWITCH(dtype, T, {
+    const T* x = static_cast<const T*>(a);
+    const T* y = static_cast<const T*>(b);
+    T* z = static_cast<T*>(out);
+    with_binary_op(op, [&](auto o) {
+      parallel_for_range(n, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i)
+          z[i] = apply_binary<decltype(o)::value>(x[i], y[i]);
+      });
+    });
+  });
+}
+
+void binary_scalar(BinaryOp op, DType dtype, const void* a, ScalarOperand scalar, void* out,
+                   std::int64_t n) {
+  TAGFLOW_DTYPE_SWITCH(dtype, T, {
+    const T* x = static_cast<const T*>(a);
+    const T s = static_cast<T>(scalar.value);
+    T* z = static_cast<T*>(out);
+    with_binary_op(op, [&](auto o) {
+      parallel_for_range(n, [&](std::int64_t begin, std::int64_t end) {
+        if (scalar.on_left) {
+          for (std::int64_t i = begin; i < end; ++i)
+            z[i] = apply_binary<decltype(o)::value>(s, x[i]);
+        } else {
+          for (std::int64_t i = begin; i < end; ++i)
+            z[i] = apply_binary<decltype(o)::value>(x[i], s);
+        }
+      });
+    });
+  });
+}
+
+void binary_broadcast(BinaryOp op, DType dtype, const void* a, const void* b, void* out,
+                      const BroadcastPlan& plan) {
+  // Rows along the innermost (merged) axis; each row's operand offsets are
+  // computed once, then the row runs with fixed strides.
+  const std::int64_t inner = plan.dims[plan.ndim - 1];
+  const std::int64_t a_step = plan.a_strides[plan.ndim - 1];
+  const std::int64_t b_step = plan.b_strides[plan.ndim - 1];
+  std::int64_t rows = 1;
+  for (int axis = 0; axis + 1 < plan.ndim; ++axis) rows *= plan.dims[axis];
+  const std::int64_t grain =
+      std::max<std::int64_t>(1, kParallelGrain / std::max<std::int64_t>(inner, 1));
+  TAGFLOW_DTYPE_SWITCH(dtype, T, {
+    const T* x = static_cast<const T*>(a);
+    const T* y = static_cast<const T*>(b);
+    T* z = static_cast<T*>(out);
+    with_binary_op(op, [&](auto o) {
+      parallel_for_range(rows, grain, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t row = begin; row < end; ++row) {
+          std::int64_t oa = 0;
+          std::int64_t ob = 0;
+          plan.offsets(row * inner, oa, ob);
+          T* zr = z + row * inner;
+          for (std::int64_t j = 0; j < inner; ++j) {
+            zr[j] = apply_binary<decltype(o)::value>(x[oa + j * a_step], y[ob + j * b_step]);
+          }
+        }
+      });
+    });
+  });
+}
+
+void cast(DType from, DType to, const void* in, void* out, std::int64_t n) {
+  TAGFLOW_DTYPE_SWITCH(from, From, {
+    TAGFLOW_DTYPE_SWITCH(to, To, {
+      const From* x = static_cast<const From*>(in);
+      To* y = static_cast<To*>(out);
+      parallel_for_range(n, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) y[i] = static_cast<To>(x[i]);
+      });
+    });
+  });
+}
+
+void fill(DType dtype, double value, void* out, std::int64_t n) {
+  TAGFLOW_DTYPE_SWITCH(dtype, T, {
+    T* y = static_cast<T*>(out);
+    const T v = static_cast<T>(value);
+    parallel_for_range(
+        n, [&](std::int64_t begin, std::int64_t end) { std::fill(y + begin, y + end, v); });
+  });
+}
+
+void arange(DType dtype, double start, double step, void* out, std::int64_t n) {
+  TAGFLOW_DTYPE_SWITCH(dtype, T, {
+    T* y = static_cast<T*>(out);
+    parallel_for_range(n, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) {
+        y[i] = static_cast<T>(start + static_cast<double>(i) * step);
+      }
+    });
+  });
+}
+
+void clip(DType dtype, const void* in, double low, double high, void* out, std::int64_t n) {
+  TAGFLOW_DTYPE_SWITCH(dtype, T, {
+    const T* x = static_cast<const T*>(in);
+    T* y = static_cast<T*>(out);
+    const T lo = static_cast<T>(low);
+    const T hi = static_cast<T>(high);
+    parallel_for_range(n, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) y[i] = x[i] < lo ? lo : (x[i] > hi ? hi : x[i]);
+    });
+  });
+}
+
+void where(DType cond_dtype, const void* cond, DType dtype, const void* x, const void* y, void* out,
+           std::int64_t n) {
+  TAGFLOW_DTYPE_SWITCH(cond_dtype, C, {
+    TAGFLOW_DTYPE_SWITCH(dtype, T, {
+      const C* c = static_cast<const C*>(cond);
+      const T* xs = static_cast<const T*>(x);
+      const T* ys = static_cast<const T*>(y);
+      T* z = static_cast<T*>(out);
+      parallel_for_range(n, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) z[i] = c[i] != C(0) ? xs[i] : ys[i];
+      });
+    });
+  });
+}
+
+}  // namespace tagflow::detail::cpu_kernels

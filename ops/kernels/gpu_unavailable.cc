@@ -1,0 +1,35 @@
+// Built without CUDA: the GPU kernels exist so that operators link, and say
+// so if ever called. No real GPU can exist in such a build (simulated GPUs
+// run the CPU kernels), so reaching one of these is a bug.
+
+#include "tagflow/engine/error.h"
+#include "tagflow/ops/kernels/elementwise_kernels.h"
+
+namespace tagflow::detail::gpu_kernels {
+
+namespace {
+[[noreturn]] void unavailable(const char* kernel) {
+  throw_error<DeviceError>("{} kernel: tagflow was built without CUDA (TAGFLOW_CUDA=OFF)", kernel);
+}
+}  // namespace
+
+void unary(UnaryOp, DType, const void*, void*, std::int64_t, void*) { unavailable("unary"); }
+void binary(BinaryOp, DType, const void*, const void*, void*, std::int64_t, void*) {
+  unavailable("binary");
+}
+void binary_scalar(BinaryOp, DType, const void*, ScalarOperand, void*, std::int64_t, void*) {
+  unavailable("binary scalar");
+}
+void binary_broadcast(BinaryOp, DType, const void*, const void*, void*, const BroadcastPlan&,
+                      void*) {
+  unavailable("binary broadcast");
+}
+void cast(DType, DType, const void*, void*, std::int64_t, void*) { unavailable("cast"); }
+void fill(DType, double, void*, std::int64_t, void*) { unavailable("fill"); }
+void arange(DType, double, double, void*, std::int64_t, void*) { unavailable("arange"); }
+void clip(DType, const void*, double, double, void*, std::int64_t, void*) { unavailable("clip"); }
+void where(DType, const void*, DType, const void*, const void*, void*, std::int64_t, void*) {
+  unavailable("where");
+}
+
+}  // namespace tagflow::detail::gpu_kernels

@@ -1,0 +1,34 @@
+#pragma once
+// run_kernel: how an operator's closure runs its kernel where the operation
+// runs. Internal to ops/.
+//
+// Note [One kernel, three devices]
+// A CPU device runs the CPU kernel in the worker that runs the operation. A
+// simulated GPU runs the same CPU kernel as host work in its stream's order
+// (so its fences and cross-stream waits are exercised exactly as on a GPU).
+// A real GPU launches the CUDA kernel on the operation's stream and returns;
+// the engine records the stream's event afterwards (Note [Completion on
+// device queues] in DESIGN.md). Elementwise bodies are written once, as
+// functors callable on host and device (host_device.h).
+
+#include <utility>
+
+#include "tagflow/engine/operation.h"
+#include "tagflow/engine/stream.h"
+
+namespace tagflow::detail {
+
+/// `cpu()` runs on a CPU device or a simulated GPU; `gpu(native_stream)`
+/// on a real GPU, with the cudaStream_t as `void*`.
+template <typename CpuKernel, typename GpuKernel>
+void run_kernel(const RunContext& rc, CpuKernel&& cpu, GpuKernel&& gpu) {
+  if (rc.stream == nullptr) {
+    cpu();
+  } else if (void* native = rc.stream->native_handle()) {
+    gpu(native);
+  } else {
+    rc.stream->enqueue_host(std::forward<CpuKernel>(cpu));
+  }
+}
+
+}  // namespace tagflow::detail

@@ -1,0 +1,249 @@
+#include "tagflow/ops/ndarray.h"
+
+#include <cstring>
+#include <ostream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "tagflow/engine/engine.h"
+#include "tagflow/ops/elementwise.h"
+#include "tagflow/ops/format.h"
+#include "tagflow/ops/kernels/copy.h"
+#include "tagflow/storage/storage.h"
+
+namespace tagflow {
+
+namespace detail {
+
+Chunk::Chunk(Context ctx, std::uint64_t bytes)
+    : ctx_(ctx), allocator_(&Storage::get().allocator(ctx)) {
+  block_ = allocator_->allocate(bytes);
+  var_ = Engine::get().new_var();
+}
+
+Chunk::~Chunk() {
+  // The memory goes back once the variable's last operation has completed,
+  // device work included (Engine::delete_var's deleter).
+  Engine::get().delete_var(var_,
+                           [allocator = allocator_, block = block_] { allocator->release(block); });
+}
+
+}  // namespace detail
+
+NDArray::NDArray(Shape shape, DType dtype, Context ctx)
+    : chunk_(std::make_shared<detail::Chunk>(
+          ctx, static_cast<std::uint64_t>(shape.size()) * dtype_size(dtype))),
+      shape_(shape),
+      dtype_(dtype) {}
+
+void NDArray::check_defined(const char* what) const {
+  TAGFLOW_CHECK(chunk_ != nullptr, "{}: the array is empty (default-constructed NDArray)", what);
+}
+
+VarHandle NDArray::var() const {
+  check_defined("var");
+  return chunk_->var();
+}
+
+void* NDArray::raw_data() const {
+  check_defined("raw_data");
+  return static_cast<char*>(chunk_->data()) +
+         offset_ * static_cast<std::int64_t>(dtype_size(dtype_));
+}
+
+bool NDArray::same_as(const NDArray& other) const {
+  return chunk_ == other.chunk_ && offset_ == other.offset_ && shape_ == other.shape_ &&
+         dtype_ == other.dtype_;
+}
+
+// --- waiting and host access ------------------------------------------------------
+
+void NDArray::wait_to_read() const {
+  check_defined("wait_to_read");
+  Engine::get().wait_to_read(chunk_->var());
+}
+
+void NDArray::wait_to_write() const {
+  check_defined("wait_to_write");
+  Engine::get().wait_to_write(chunk_->var());
+}
+
+NDArray NDArray::on_host() const {
+  if (context().is_host()) return *this;
+  return copyto(cpu(0));
+}
+
+template <typename T>
+std::vector<T> NDArray::to_vector() const {
+  check_defined("to_vector");
+  const NDArray host = on_host();
+  host.wait_to_read();
+  std::vector<T> values(static_cast<std::size_t>(size()));
+  TAGFLOW_DTYPE_SWITCH(dtype_, Stored, {
+    const Stored* src = host.data<Stored>();
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<T>(src[i]);
+  });
+  return values;
+}
+
+template <typename T>
+T NDArray::asscalar() const {
+  check_defined("asscalar");
+  TAGFLOW_CHECK(size() == 1, "asscalar: expected an array of one element, got shape ({})",
+                shape_.str());
+  return to_vector<T>()[0];
+}
+
+template std::vector<float> NDArray::to_vector<float>() const;
+template std::vector<double> NDArray::to_vector<double>() const;
+template std::vector<std::int32_t> NDArray::to_vector<std::int32_t>() const;
+template std::vector<std::int64_t> NDArray::to_vector<std::int64_t>() const;
+template std::vector<std::uint8_t> NDArray::to_vector<std::uint8_t>() const;
+template float NDArray::asscalar<float>() const;
+template double NDArray::asscalar<double>() const;
+template std::int32_t NDArray::asscalar<std::int32_t>() const;
+template std::int64_t NDArray::asscalar<std::int64_t>() const;
+template std::uint8_t NDArray::asscalar<std::uint8_t>() const;
+
+std::string NDArray::str() const {
+  check_defined("str");
+  std::string values;
+  if (dtype_ == DType::kFloat32) {
+    values = detail::format_array(to_vector<float>(), shape_.dims());
+  } else {
+    values = detail::format_array(to_vector<std::int64_t>(), shape_.dims());
+  }
+  return fmt::format("{}\n<NDArray {} @{}>", values, shape_.str(), context().str());
+}
+
+std::ostream& operator<<(std::ostream& os, const NDArray& array) { return os << array.str(); }
+
+// --- copies -------------------------------------------------------------------
+
+NDArray NDArray::copyto(Context ctx) const {
+  check_defined("copyto");
+  NDArray dst(shape_, dtype_, ctx);
+  copyto(dst);
+  return dst;
+}
+
+void NDArray::copyto(const NDArray& dst) const {
+  check_defined("copyto");
+  TAGFLOW_CHECK(dst.defined(), "copyto: the destination array is empty");
+  TAGFLOW_CHECK(dst.shape_ == shape_ && dst.dtype_ == dtype_,
+                "copyto: expected a destination of shape ({}) and dtype {}, got ({}) {}",
+                shape_.str(), dtype_name(dtype_), dst.shape_.str(), dtype_name(dst.dtype_));
+  if (dst.chunk_ == chunk_ && dst.offset_ == offset_) return;  // the same memory
+  detail::push_copy({.src_ctx = context(),
+                     .src = raw_data(),
+                     .src_var = chunk_->var(),
+                     .dst_ctx = dst.context(),
+                     .dst = dst.raw_data(),
+                     .dst_var = dst.chunk_->var(),
+                     .bytes = nbytes()});
+}
+
+NDArray NDArray::as_in_context(Context ctx) const {
+  check_defined("as_in_context");
+  if (ctx == context()) return *this;
+  return copyto(ctx);
+}
+
+// --- views ----------------------------------------------------------------------
+
+NDArray NDArray::view(Shape shape, std::int64_t offset) const {
+  return NDArray(chunk_, shape, dtype_, offset);
+}
+
+NDArray NDArray::reshape(std::initializer_list<std::int64_t> dims) const {
+  return reshape(std::span<const std::int64_t>(dims.begin(), dims.size()));
+}
+
+NDArray NDArray::reshape(std::span<const std::int64_t> dims) const {
+  check_defined("reshape");
+  auto text = [&] { return fmt::format("{}", fmt::join(dims, "x")); };
+  int inferred = -1;
+  std::int64_t known = 1;
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == -1 && inferred < 0) {
+      inferred = static_cast<int>(i);
+      continue;
+    }
+    TAGFLOW_CHECK(dims[i] >= 0, "reshape: expected extents >= 0 and at most one -1, got ({})",
+                  text());
+    known *= dims[i];
+  }
+  std::vector<std::int64_t> target(dims.begin(), dims.end());
+  if (inferred >= 0) {
+    TAGFLOW_CHECK(known > 0 && size() % known == 0,
+                  "reshape: cannot view an array of shape ({}) ({} elements) as ({})", shape_.str(),
+                  size(), text());
+    target[static_cast<std::size_t>(inferred)] = size() / known;
+    known = size();
+  }
+  TAGFLOW_CHECK(known == size(),
+                "reshape: cannot view an array of shape ({}) ({} elements) as ({})", shape_.str(),
+                size(), text());
+  return view(Shape(target), offset_);
+}
+
+NDArray NDArray::slice(std::int64_t begin, std::int64_t end) const {
+  check_defined("slice");
+  TAGFLOW_CHECK(ndim() >= 1, "slice: expected an array with at least one axis");
+  TAGFLOW_CHECK(0 <= begin && begin <= end && end <= shape_[0],
+                "slice: expected 0 <= begin <= end <= {} for shape ({}), got [{}, {})", shape_[0],
+                shape_.str(), begin, end);
+  Shape shape = shape_;
+  shape[0] = end - begin;
+  return view(shape, offset_ + begin * (shape_[0] == 0 ? 0 : size() / shape_[0]));
+}
+
+NDArray NDArray::operator[](std::int64_t index) const {
+  check_defined("operator[]");
+  TAGFLOW_CHECK(ndim() >= 1 && index >= 0 && index < shape_[0],
+                "operator[]: index {} is out of range for shape ({})", index, shape_.str());
+  Shape shape(shape_.dims().subspan(1));
+  if (shape.ndim() == 0) shape.push_back(1);  // a row of a 1-D array is a 1-element array
+  return view(shape, offset_ + index * (size() / shape_[0]));
+}
+
+NDArray NDArray::squeeze() const {
+  check_defined("squeeze");
+  Shape shape;
+  for (std::int64_t d : shape_.dims()) {
+    if (d != 1) shape.push_back(d);
+  }
+  if (shape.ndim() == 0) shape.push_back(1);
+  return view(shape, offset_);
+}
+
+NDArray NDArray::squeeze(int axis) const {
+  check_defined("squeeze");
+  axis = shape_.normalize_axis(axis, "squeeze");
+  TAGFLOW_CHECK(shape_[axis] == 1, "squeeze: axis {} of shape ({}) has extent {}, expected 1", axis,
+                shape_.str(), shape_[axis]);
+  Shape shape;
+  for (int i = 0; i < ndim(); ++i) {
+    if (i != axis) shape.push_back(shape_[i]);
+  }
+  if (shape.ndim() == 0) shape.push_back(1);
+  return view(shape, offset_);
+}
+
+NDArray NDArray::expand_dims(int axis) const {
+  check_defined("expand_dims");
+  TAGFLOW_CHECK(axis >= -(ndim() + 1) && axis <= ndim(),
+                "expand_dims: axis {} is out of range for shape ({}): expected [{}, {}]", axis,
+                shape_.str(), -(ndim() + 1), ndim());
+  if (axis < 0) axis += ndim() + 1;
+  Shape shape;
+  for (int i = 0; i < ndim(); ++i) {
+    if (i == axis) shape.push_back(1);
+    shape.push_back(shape_[i]);
+  }
+  if (axis == ndim()) shape.push_back(1);
+  return view(shape, offset_);
+}
+
+}  // namespace tagflow

@@ -1,0 +1,156 @@
+#pragma once
+// NDArray: a lazy n-dimensional array on one device. A handle to memory
+// plus one engine variable: every operator returns at once, having pushed
+// its work tagged with the variables it reads and writes, and only host
+// access (printing, to_vector, asscalar) and the waits block.
+//
+//   NDArray x = array({1.f, 2.f, 3.f});               // on cpu(0)
+//   NDArray y = x.copyto(gpu(0));                     // an engine copy
+//   NDArray z = exp(y + 2.f) * y;                     // computed on gpu(0)
+//   std::cout << z;   // [ 20.085537 109.1963   445.2395  ]
+//                     // <NDArray 3 @gpu(0)>
+//
+// Copying an NDArray copies the handle, not the values (like a Python
+// reference): both name the same memory. Views (reshape, slice, squeeze,
+// expand_dims) share the memory and the variable of the array they view.
+
+#include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tagflow/engine/context.h"
+#include "tagflow/engine/error.h"
+#include "tagflow/engine/operation.h"
+#include "tagflow/ops/dtype.h"
+#include "tagflow/ops/shape.h"
+#include "tagflow/storage/allocator.h"
+
+namespace tagflow {
+
+namespace detail {
+
+/// The memory and the engine variable that an array and its views share.
+/// Destroyed with the last handle; the memory returns to its allocator once
+/// every operation pushed on the variable has completed.
+class Chunk {
+ public:
+  /// Allocates `bytes` on `ctx`; throws DeviceError or OutOfMemoryError.
+  Chunk(Context ctx, std::uint64_t bytes);
+  ~Chunk();
+  Chunk(const Chunk&) = delete;
+  Chunk& operator=(const Chunk&) = delete;
+
+  Context ctx() const { return ctx_; }
+  VarHandle var() const { return var_; }
+  void* data() const { return block_.data; }
+
+ private:
+  Context ctx_;
+  Allocator* allocator_;
+  MemoryBlock block_;
+  VarHandle var_;
+};
+
+}  // namespace detail
+
+class NDArray {
+ public:
+  /// An empty handle: `defined()` is false.
+  NDArray() = default;
+  /// A new, uninitialised array (see `empty()` in creation.h).
+  NDArray(Shape shape, DType dtype, Context ctx);
+
+  bool defined() const { return chunk_ != nullptr; }
+  const Shape& shape() const { return shape_; }
+  DType dtype() const { return dtype_; }
+  Context context() const { return chunk_ ? chunk_->ctx() : Context{}; }
+  int ndim() const { return shape_.ndim(); }
+  std::int64_t size() const { return shape_.size(); }
+  std::uint64_t nbytes() const { return static_cast<std::uint64_t>(size()) * dtype_size(dtype_); }
+
+  /// The engine variable guarding the memory (shared with views).
+  VarHandle var() const;
+  /// Device pointer to the first element, for kernels; checks the dtype.
+  template <typename T>
+  T* data() const;
+  void* raw_data() const;
+
+  /// True when both handles name the same array: the identity the
+  /// tutorials check with Python's `is` (`y.as_in_context(gpu()) is y`).
+  bool same_as(const NDArray& other) const;
+
+  // --- waiting and host access ------------------------------------------------
+  /// Blocks until every pending write of the array has completed; rethrows
+  /// the error of a failed operation that produced it.
+  void wait_to_read() const;
+  /// Blocks until every pending read and write has completed.
+  void wait_to_write() const;
+  /// The values, in row-major order, copied to the host (waits).
+  template <typename T>
+  std::vector<T> to_vector() const;
+  /// The value of a one-element array (waits).
+  template <typename T>
+  T asscalar() const;
+
+  // --- copies -----------------------------------------------------------------
+  /// A copy on `ctx`, in new memory, always (an engine copy operation).
+  NDArray copyto(Context ctx) const;
+  /// Copies the values into `dst` (same shape and dtype, any device).
+  void copyto(const NDArray& dst) const;
+  /// This very array when it already lives on `ctx`, else `copyto(ctx)`.
+  NDArray as_in_context(Context ctx) const;
+  /// The values converted to `dtype`, on the same device (a copy when the
+  /// dtype is already `dtype`).
+  NDArray astype(DType dtype) const;
+
+  // --- views: share the memory and the variable --------------------------------
+  /// Same elements, another shape; one extent may be -1 (inferred):
+  /// `x.reshape({-1, 4})`.
+  NDArray reshape(std::initializer_list<std::int64_t> dims) const;
+  NDArray reshape(std::span<const std::int64_t> dims) const;
+  NDArray reshape(const Shape& shape) const { return reshape(shape.dims()); }
+  /// Rows [begin, end) along the first axis.
+  NDArray slice(std::int64_t begin, std::int64_t end) const;
+  /// Row `index` along the first axis, without that axis.
+  NDArray operator[](std::int64_t index) const;
+  /// Without axis `axis` (which must have extent 1); all such axes when omitted.
+  NDArray squeeze() const;
+  NDArray squeeze(int axis) const;
+  /// With a new axis of extent 1 at `axis`.
+  NDArray expand_dims(int axis) const;
+
+  /// What `operator<<` prints: the values as NumPy prints them, then a line
+  /// "<NDArray 2x3 @gpu(0)>" (waits).
+  std::string str() const;
+
+ private:
+  NDArray(std::shared_ptr<detail::Chunk> chunk, Shape shape, DType dtype, std::int64_t offset)
+      : chunk_(std::move(chunk)), shape_(shape), dtype_(dtype), offset_(offset) {}
+  NDArray view(Shape shape, std::int64_t offset) const;
+  void check_defined(const char* what) const;
+  /// The values of this array on the host (a host array itself, or a copy).
+  NDArray on_host() const;
+
+  std::shared_ptr<detail::Chunk> chunk_;
+  Shape shape_;
+  DType dtype_ = DType::kFloat32;
+  std::int64_t offset_ = 0;  ///< in elements, from the start of the chunk
+};
+
+std::ostream& operator<<(std::ostream& os, const NDArray& array);
+
+// --- template definitions ---------------------------------------------------------
+
+template <typename T>
+T* NDArray::data() const {
+  check_defined("data");
+  TAGFLOW_CHECK(dtype_of<T> == dtype_, "data<{}>: the array holds {}", dtype_name(dtype_of<T>),
+                dtype_name(dtype_));
+  return static_cast<T*>(chunk_->data()) + offset_;
+}
+
+}  // namespace tagflow
