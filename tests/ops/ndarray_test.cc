@@ -1,0 +1,239 @@
+// NDArray itself: creation, views sharing memory, copies between every pair
+// of devices, host access, laziness and errors surfacing at the wait, and
+// the memory of arrays going back to their device.
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tagflow/tagflow.h"
+#include "tests/ops/test_util.h"
+
+namespace tagflow {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::all_devices;
+
+std::vector<float> iota(int n) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<float>(i);
+  return v;
+}
+
+TEST(NDArrayTest, CreationFunctionsOnEveryDevice) {
+  for (Context ctx : all_devices()) {
+    EXPECT_EQ(zeros({2, 2}, DType::kFloat32, ctx).to_vector<float>(), std::vector<float>(4, 0.f));
+    EXPECT_EQ(ones({3}, DType::kInt64, ctx).to_vector<std::int64_t>(),
+              std::vector<std::int64_t>(3, 1));
+    EXPECT_EQ(full({2}, 7, DType::kUInt8, ctx).to_vector<int>().size(), 0u + 2u);
+    EXPECT_EQ(full({2}, 7, DType::kUInt8, ctx).to_vector<std::int32_t>(),
+              (std::vector<std::int32_t>{7, 7}));
+    EXPECT_EQ(arange(0, 5, 1, DType::kFloat32, ctx).to_vector<float>(), iota(5));
+    EXPECT_EQ(arange(5, 0, -2, DType::kInt32, ctx).to_vector<std::int32_t>(),
+              (std::vector<std::int32_t>{5, 3, 1}));
+    EXPECT_EQ(arange(0, 1, 0.25, DType::kFloat32, ctx).to_vector<float>(),
+              (std::vector<float>{0, 0.25f, 0.5f, 0.75f}));
+    NDArray e = empty({0, 3}, DType::kFloat32, ctx);
+    EXPECT_EQ(e.size(), 0);
+    EXPECT_TRUE(e.to_vector<float>().empty());
+    EXPECT_EQ((e + 1).shape(), (Shape{0, 3}));
+    const std::vector<std::uint8_t> bytes = {1, 2, 255};
+    EXPECT_EQ(array(bytes, {3}, ctx).to_vector<std::int32_t>(),
+              (std::vector<std::int32_t>{1, 2, 255}));
+  }
+  EXPECT_THROW((void)array(std::vector<float>{1, 2, 3}, {2, 2}), Error);
+  EXPECT_THROW((void)arange(0, 1, 0), Error);
+  EXPECT_THROW((void)full({2}, 300, DType::kUInt8), Error);
+}
+
+TEST(NDArrayTest, ViewsShareMemoryAndVariable) {
+  for (Context ctx : all_devices()) {
+    NDArray a = array(iota(24), {2, 3, 4}, ctx);
+    NDArray flat = a.reshape({-1});
+    NDArray matrix = a.reshape({6, -1});
+    NDArray second = a[1];
+    NDArray rows = a.slice(1, 2);
+    NDArray column = a.reshape({24, 1}).squeeze(1);
+    NDArray lifted = a.expand_dims(0).expand_dims(-1);
+    EXPECT_EQ(flat.shape(), (Shape{24}));
+    EXPECT_EQ(matrix.shape(), (Shape{6, 4}));
+    EXPECT_EQ(second.shape(), (Shape{3, 4}));
+    EXPECT_EQ(rows.shape(), (Shape{1, 3, 4}));
+    EXPECT_EQ(column.shape(), (Shape{24}));
+    EXPECT_EQ(lifted.shape(), (Shape{1, 2, 3, 4, 1}));
+    EXPECT_EQ(lifted.squeeze().shape(), (Shape{2, 3, 4}));
+    EXPECT_EQ(second.var(), a.var());
+    const std::vector<float> all = iota(24);
+    EXPECT_EQ(second.to_vector<float>(), std::vector<float>(all.begin() + 12, all.end()));
+    EXPECT_EQ(a[1][2].to_vector<float>(), (std::vector<float>{20, 21, 22, 23}));
+    // Writing through a view is seen by the array and its other views.
+    NDArray view = a[0];
+    view += 100;
+    EXPECT_EQ(flat.to_vector<float>()[0], 100.f);
+    EXPECT_EQ(flat.to_vector<float>()[12], 12.f);
+    EXPECT_EQ(matrix.slice(2, 3).to_vector<float>(), (std::vector<float>{108, 109, 110, 111}));
+  }
+  NDArray a = zeros({2, 3});
+  EXPECT_THROW((void)a.reshape({4, 2}), Error);
+  EXPECT_THROW((void)a.reshape({-1, -1}), Error);
+  EXPECT_THROW((void)a.slice(1, 3), Error);
+  EXPECT_THROW((void)a[2], Error);
+  EXPECT_THROW((void)a.squeeze(0), Error);
+  EXPECT_THROW((void)a.expand_dims(4), Error);
+}
+
+TEST(NDArrayTest, CopiesBetweenEveryPairOfDevices) {
+  std::vector<Context> devices = all_devices();
+  devices.push_back(cpu_pinned(0));
+  const std::vector<float> values = testing::random_floats(10007, -1, 1);
+  for (Context from : devices) {
+    NDArray source = array(values, {10007}, from);
+    for (Context to : devices) {
+      NDArray copy = source.copyto(to);
+      EXPECT_EQ(copy.context(), to);
+      EXPECT_NE(copy.raw_data(), source.raw_data());
+      EXPECT_EQ(copy.to_vector<float>(), values) << from << " -> " << to;
+      NDArray moved = source.as_in_context(to);
+      EXPECT_EQ(moved.same_as(source), from == to) << from << " -> " << to;
+    }
+    // Into an existing array, and of a view.
+    NDArray dst = zeros({5}, DType::kFloat32, gpu(1));
+    source.slice(10, 15).copyto(dst);
+    EXPECT_EQ(dst.to_vector<float>(), std::vector<float>(values.begin() + 10, values.begin() + 15));
+  }
+  EXPECT_THROW(zeros({3}).copyto(zeros({4}, DType::kFloat32, gpu(0))), Error);
+  EXPECT_THROW(zeros({3}).copyto(zeros({3}, DType::kInt32)), Error);
+}
+
+TEST(NDArrayTest, HostAccessConvertsAndChecks) {
+  NDArray a = array(std::vector<std::int64_t>{1, -2, 3}, {3});
+  EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{1, -2, 3}));
+  EXPECT_EQ(a[1].asscalar<std::int64_t>(), -2);
+  EXPECT_THROW((void)a.asscalar<float>(), Error);
+  EXPECT_THROW((void)a.data<float>(), Error);
+  EXPECT_THROW((void)NDArray().to_vector<float>(), Error);
+  EXPECT_EQ(a.str(), "[ 1 -2  3]\n<NDArray 3 @cpu(0)>");
+}
+
+/// Pushes an operation that writes `a` after `delay`, through the engine
+/// directly: how a slow or failing kernel looks to the arrays.
+void push_write(const NDArray& a, std::chrono::milliseconds delay, bool fail) {
+  Engine::get().push({.name = "slow write",
+                      .ctx = a.context(),
+                      .writes = {a.var()},
+                      .fn = [a, delay, fail](const RunContext& rc) {
+                        // A kernel that fails is caught before it is
+                        // launched (a check); work on a device stream
+                        // cannot fail one operation (see Note [Completion
+                        // on device queues]).
+                        if (fail) throw std::runtime_error("kernel failed on purpose");
+                        auto body = [a, delay] {
+                          std::this_thread::sleep_for(delay);
+                          a.data<float>()[0] = 42;
+                        };
+                        if (rc.stream != nullptr) {
+                          rc.stream->enqueue_host(body);
+                        } else {
+                          body();
+                        }
+                      }});
+}
+
+TEST(NDArrayTest, OperatorsReturnBeforeTheWorkEndsAndErrorsSurfaceAtTheWait) {
+  for (Context ctx : all_devices()) {
+    NDArray a = zeros({4}, DType::kFloat32, ctx);
+    push_write(a, 200ms, false);
+    const auto start = std::chrono::steady_clock::now();
+    NDArray b = exp(a * 0) + a;  // three operations queued behind the slow one
+    const auto pushed = std::chrono::steady_clock::now() - start;
+    EXPECT_LT(pushed, 150ms) << ctx << ": operators must not wait for their inputs";
+    EXPECT_EQ(b.to_vector<float>(), (std::vector<float>{43, 1, 1, 1})) << ctx;
+
+    NDArray c = zeros({4}, DType::kFloat32, ctx);
+    push_write(c, 10ms, true);
+    NDArray d = c + 1;  // depends on the failure
+    NDArray e = a + 1;  // does not
+    try {
+      d.wait_to_read();
+      ADD_FAILURE() << ctx << ": the failure must reach d";
+    } catch (const OperationError& err) {
+      EXPECT_EQ(err.op_name(), "slow write");
+      EXPECT_NE(std::string(err.what()).find("kernel failed on purpose"), std::string::npos);
+    }
+    EXPECT_THROW((void)d.to_vector<float>(), OperationError);
+    EXPECT_EQ(e.to_vector<float>()[0], 43.f) << ctx;
+    fill(c, 5);  // overwriting clears the error
+    EXPECT_EQ(c.to_vector<float>(), std::vector<float>(4, 5.f)) << ctx;
+    try {
+      Engine::get().wait_for_all();
+    } catch (const OperationError&) {  // the failure above, reported once
+    }
+  }
+}
+
+/// Polls until the bytes in use of `ctx` are back to `in_use` (freed arrays
+/// return their memory once their operations finish, asynchronously).
+bool wait_for_in_use(Context ctx, std::uint64_t in_use) {
+  for (int i = 0; i < 5000 && memory_stats(ctx).in_use != in_use; ++i) {
+    std::this_thread::sleep_for(1ms);
+  }
+  return memory_stats(ctx).in_use == in_use;
+}
+
+TEST(NDArrayTest, ArrayMemoryReturnsToTheDevicePoolAndIsReused) {
+  const Context ctx = gpu(1);
+  Engine::get().wait_for_all();
+  const MemoryStats start = memory_stats(ctx);
+  auto iterations = [ctx] {
+    for (int i = 0; i < 100; ++i) {
+      NDArray x = zeros({1000}, DType::kFloat32, ctx);
+      NDArray y = x + 1;
+    }
+  };
+  // The host runs ahead of the device, so the first pass may hold many
+  // blocks at once; all of them come back, and the next pass reuses them.
+  iterations();
+  ASSERT_TRUE(wait_for_in_use(ctx, start.in_use));
+  const MemoryStats warm = memory_stats(ctx);
+  EXPECT_EQ(warm.allocations - start.allocations, 200u);
+  EXPECT_GT(warm.cached, 0u);
+  iterations();
+  ASSERT_TRUE(wait_for_in_use(ctx, start.in_use));
+  const MemoryStats steady = memory_stats(ctx);
+  EXPECT_EQ(steady.allocations - warm.allocations, 200u);
+  EXPECT_EQ(steady.device_allocations, warm.device_allocations)
+      << "a repeated loop must be served from the cache";
+  EXPECT_GE(steady.peak, steady.in_use + 2 * 4000);
+}
+
+TEST(NDArrayTest, OutOfMemoryOnASimulatedGpuSaysWhyAndLosesNothing) {
+  const Context ctx = gpu(0);
+  Engine::get().wait_for_all();
+  empty_cache(ctx);
+  const MemoryStats start = memory_stats(ctx);
+  set_memory_limit(ctx, start.in_use + (8u << 20));      // 8 MiB more than now
+  NDArray kept = ones({1 << 20}, DType::kFloat32, ctx);  // 4 MiB
+  try {
+    NDArray too_big = zeros({3 << 20}, DType::kFloat32, ctx);  // 12 MiB
+    ADD_FAILURE() << "expected OutOfMemoryError";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_EQ(e.device(), ctx);
+    EXPECT_EQ(e.requested(), 12u << 20);
+    const std::string text = e.what();
+    EXPECT_NE(text.find("out of memory on gpu(0): tried to allocate 12.0 MiB"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("limit"), std::string::npos) << text;
+  }
+  EXPECT_EQ(kept.to_vector<float>()[12345], 1.f);  // nothing lost
+  set_memory_limit(ctx, 0);
+  NDArray fits_now = zeros({3 << 20}, DType::kFloat32, ctx);
+  EXPECT_EQ(fits_now.to_vector<float>()[7], 0.f);
+}
+
+}  // namespace
+}  // namespace tagflow
