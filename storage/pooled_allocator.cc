@@ -16,8 +16,8 @@ std::uint64_t PooledAllocator::size_class(std::uint64_t bytes) {
 }
 
 PooledAllocator::PooledAllocator(Context ctx, std::unique_ptr<DeviceMemory> memory,
-                                 std::uint64_t limit)
-    : ctx_(ctx), memory_(std::move(memory)) {
+                                 std::uint64_t limit, std::uint64_t max_cached_block)
+    : ctx_(ctx), memory_(std::move(memory)), max_cached_block_(max_cached_block) {
   stats_.limit = limit;
   stats_.capacity = memory_->capacity();
 }
@@ -31,7 +31,8 @@ PooledAllocator::~PooledAllocator() {
 
 MemoryBlock PooledAllocator::allocate(std::uint64_t bytes) {
   if (bytes == 0) return {};
-  const std::uint64_t size = size_class(bytes);
+  std::uint64_t size = size_class(bytes);
+  if (!cacheable(size)) size = (bytes + 63) / 64 * 64;
   std::lock_guard lock(mutex_);
   void* data = nullptr;
   if (auto it = free_lists_.find(size); it != free_lists_.end() && !it->second.empty()) {
@@ -61,6 +62,12 @@ void* PooledAllocator::allocate_from_device(std::uint64_t size) {
 
 void PooledAllocator::release(MemoryBlock block) noexcept {
   if (block.data == nullptr) return;
+  if (!cacheable(block.size)) {
+    memory_->release(block.data, block.size);
+    std::lock_guard lock(mutex_);
+    stats_.in_use -= block.size;
+    return;
+  }
   std::lock_guard lock(mutex_);
   try {
     free_lists_[block.size].push_back(block.data);

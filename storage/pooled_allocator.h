@@ -11,6 +11,12 @@
 // iteration) no cudaMalloc happens. Blocks are never split or merged; that
 // keeps every operation O(1) under one short lock.
 //
+// Host memory (cpu(i)) caches only blocks up to 1 MiB: small arrays come
+// and go at the rate of operations, and aligned allocation from the C
+// library costs more than the operation itself; large host blocks go back to
+// the C library at once, which keeps a process's resident memory close to
+// what its arrays hold.
+//
 // A block is released only once every operation using it has completed, its
 // device work included (Engine::delete_var's deleter), so a cached block can
 // go to any stream. When the device (or the limit) cannot hold a new block,
@@ -31,7 +37,10 @@ namespace tagflow::detail {
 
 class PooledAllocator final : public Allocator {
  public:
-  PooledAllocator(Context ctx, std::unique_ptr<DeviceMemory> memory, std::uint64_t limit);
+  /// Blocks larger than `max_cached_block` bytes (0: no bound) are not
+  /// cached: they come from the device sized to 64 bytes and go back on release.
+  PooledAllocator(Context ctx, std::unique_ptr<DeviceMemory> memory, std::uint64_t limit,
+                  std::uint64_t max_cached_block = 0);
   ~PooledAllocator() override;
 
   MemoryBlock allocate(std::uint64_t bytes) override;
@@ -49,8 +58,13 @@ class PooledAllocator final : public Allocator {
   void* allocate_from_device(std::uint64_t size);
   void release_cache_locked();
 
+  bool cacheable(std::uint64_t size) const {
+    return max_cached_block_ == 0 || size <= max_cached_block_;
+  }
+
   Context ctx_;
   std::unique_ptr<DeviceMemory> memory_;
+  std::uint64_t max_cached_block_;
   mutable std::mutex mutex_;
   std::unordered_map<std::uint64_t, std::vector<void*>> free_lists_;
   MemoryStats stats_;

@@ -5,7 +5,6 @@
 #include "tagflow/engine/engine.h"
 #include "tagflow/engine/error.h"
 #include "tagflow/storage/device_memory.h"
-#include "tagflow/storage/host_allocator.h"
 #include "tagflow/storage/pooled_allocator.h"
 
 namespace tagflow {
@@ -72,7 +71,8 @@ Allocator& Storage::allocator(Context ctx) {
 std::unique_ptr<Allocator> Storage::make_allocator(Context ctx) {
   switch (ctx.type) {
     case DeviceType::kCPU:
-      return std::make_unique<HostAllocator>(ctx, default_limit_);
+      return std::make_unique<PooledAllocator>(ctx, make_host_memory(), default_limit_,
+                                               kMaxCachedHostBlock);
     case DeviceType::kCPUPinned:
       return std::make_unique<PooledAllocator>(
           ctx, real_gpus_ ? make_cuda_pinned_memory() : make_host_memory(), default_limit_);

@@ -1,8 +1,9 @@
 #pragma once
 // Storage: the memory of every device, one allocator per context, made on
-// first use. cpu(i) gets aligned host memory; each GPU (real or simulated)
-// and cpu_pinned get a pooled caching allocator (Note [Size classes] in
-// pooled_allocator.h). Arrays hold a MemoryBlock and hand it back through
+// first use: a pooled caching allocator (Note [Size classes] in
+// pooled_allocator.h) over 64-byte aligned host memory for cpu(i), over
+// device memory for each GPU (host memory for simulated ones), and over
+// pinned memory for cpu_pinned. Arrays hold a MemoryBlock and hand it back through
 // the engine once their last operation has completed.
 //
 //   MemoryStats s = memory_stats(gpu(0));
@@ -50,6 +51,8 @@ class Storage {
   /// Devices of each type Storage can serve (cpu(i) and cpu_pinned(i) for
   /// i below this; GPUs below the engine's count).
   static constexpr int kMaxDevices = 64;
+  /// Largest block cached on cpu(i) (Note [Size classes] in pooled_allocator.h).
+  static constexpr std::uint64_t kMaxCachedHostBlock = std::uint64_t{1} << 20;
 
  private:
   Storage();

@@ -43,22 +43,32 @@ TEST(StorageTest, DevicesThatDoNotExistAreNamedWithHowManyDo) {
   EXPECT_THROW(Storage::get().allocator(gpu(-1)), DeviceError);
 }
 
-TEST(StorageTest, HostBlocksAreAlignedAndCounted) {
+TEST(StorageTest, HostBlocksAreAlignedPooledWhenSmallAndCounted) {
   Context ctx = cpu(5);  // a device no other test uses
   detail::Allocator& host = Storage::get().allocator(ctx);
   const MemoryStats before = host.stats();
   MemoryBlock a = host.allocate(1);
   MemoryBlock b = host.allocate(1000);
+  MemoryBlock big = host.allocate((3u << 20) + 1);  // above the cached size: exact to 64 bytes
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(a.data) % 64, 0u);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data) % 64, 0u);
-  EXPECT_EQ(host.stats().in_use - before.in_use, 64u + 1024u);
-  EXPECT_EQ(host.stats().allocations - before.allocations, 2u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(big.data) % 64, 0u);
+  EXPECT_EQ(big.size, (3u << 20) + 64);
+  EXPECT_EQ(host.stats().in_use - before.in_use, 512u + 1024u + (3u << 20) + 64);
+  EXPECT_EQ(host.stats().allocations - before.allocations, 3u);
   set_memory_limit(ctx, host.stats().in_use + 100);
   EXPECT_THROW((void)host.allocate(1000), OutOfMemoryError);
   set_memory_limit(ctx, 0);
   host.release(a);
   host.release(b);
+  host.release(big);
   EXPECT_EQ(host.stats().in_use, before.in_use);
+  EXPECT_EQ(host.stats().cached - before.cached, 512u + 1024u) << "large blocks are not cached";
+  MemoryBlock again = host.allocate(900);
+  EXPECT_EQ(again.data, b.data) << "a small block is reused";
+  host.release(again);
+  empty_cache(ctx);
+  EXPECT_EQ(host.stats().cached, 0u);
 }
 
 // The block goes back to the pool only once the device work that uses it

@@ -1,0 +1,34 @@
+#pragma once
+// `tagflow bench ops`: the cost of operators through the whole stack.
+//  - small-add: `c = a + b` on 4-element arrays, repeated: checks, output
+//    allocation, push, kernel, completion and release, in µs per operation;
+//  - gemm: a float32 matrix product through tagflow against the BLAS called
+//    directly, in GFLOP/s;
+//  - sync-log: the tutorials' exercise, 1000 products of 100x100 matrices
+//    logging the Frobenius norm to the host after each one, against keeping
+//    the log on the device and copying it once.
+
+#include <string>
+#include <vector>
+
+#include "tagflow/engine/context.h"
+
+namespace tagflow::tools {
+
+struct OpsBenchOptions {
+  std::vector<std::string> cases = {"small-add", "gemm", "sync-log"};
+  int runs = 5;
+  long small_ops = 1'000'000;
+  int gemm_size = 2048;
+  int products = 1000;
+  Context device = cpu(0);
+};
+
+/// The names `--case` accepts.
+const std::vector<std::string>& ops_bench_cases();
+
+/// Runs the benchmark; prints one JSON line per case, then a table.
+/// Returns false when a result was wrong.
+bool run_ops_bench(const OpsBenchOptions& options);
+
+}  // namespace tagflow::tools
