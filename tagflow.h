@@ -14,3 +14,4 @@
 #include "tagflow/ops/elementwise.h"
 #include "tagflow/ops/ndarray.h"
 #include "tagflow/ops/shape.h"
+#include "tagflow/ops/transpose.h"

@@ -4,6 +4,7 @@
 
 #include "tagflow/engine/error.h"
 #include "tagflow/ops/kernels/elementwise_kernels.h"
+#include "tagflow/ops/kernels/transpose_kernels.h"
 
 namespace tagflow::detail::gpu_kernels {
 
@@ -31,5 +32,7 @@ void clip(DType, const void*, double, double, void*, std::int64_t, void*) { unav
 void where(DType, const void*, DType, const void*, const void*, void*, std::int64_t, void*) {
   unavailable("where");
 }
+
+void transpose(DType, const void*, void*, const TransposePlan&, void*) { unavailable("transpose"); }
 
 }  // namespace tagflow::detail::gpu_kernels
