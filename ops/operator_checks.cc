@@ -42,6 +42,18 @@ void check_same_context(const char* op, std::initializer_list<const NDArray*> in
   }
 }
 
+void check_same_context(const char* op, std::span<const NDArray> inputs) {
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const int position = static_cast<int>(i) + 1;
+    check_defined(op, inputs[i], position);
+    TAGFLOW_CHECK(inputs[i].context() == inputs[0].context(),
+                  "{}: all inputs must live on the same context, but the first argument is on {} "
+                  "while the {} argument is on {}. Nothing is copied implicitly: move one with "
+                  "copyto() or as_in_context()",
+                  op, inputs[0].context().str(), ordinal(position), inputs[i].context().str());
+  }
+}
+
 void check_same_dtype(const char* op, std::initializer_list<const NDArray*> inputs) {
   int position = 0;
   DType first = DType::kFloat32;

@@ -4,6 +4,7 @@
 // what was expected and what came. Internal to ops/.
 
 #include <initializer_list>
+#include <span>
 #include <string>
 
 #include "tagflow/ops/ndarray.h"
@@ -20,6 +21,8 @@ void check_defined(const char* op, const NDArray& array, int position);
 /// "broadcast_add: all inputs must live on the same context, but the first
 /// argument is on cpu(0) while the 2nd argument is on gpu(0) ...".
 void check_same_context(const char* op, std::initializer_list<const NDArray*> inputs);
+/// The same for a run of inputs (concat, stack), counted from 1.
+void check_same_context(const char* op, std::span<const NDArray> inputs);
 
 /// Throws unless every input has the first one's dtype.
 void check_same_dtype(const char* op, std::initializer_list<const NDArray*> inputs);

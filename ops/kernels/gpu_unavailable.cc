@@ -4,6 +4,8 @@
 
 #include "tagflow/engine/error.h"
 #include "tagflow/ops/kernels/elementwise_kernels.h"
+#include "tagflow/ops/kernels/join_kernels.h"
+#include "tagflow/ops/kernels/random_kernels.h"
 #include "tagflow/ops/kernels/transpose_kernels.h"
 
 namespace tagflow::detail::gpu_kernels {
@@ -31,6 +33,18 @@ void arange(DType, double, double, void*, std::int64_t, void*) { unavailable("ar
 void clip(DType, const void*, double, double, void*, std::int64_t, void*) { unavailable("clip"); }
 void where(DType, const void*, DType, const void*, const void*, void*, std::int64_t, void*) {
   unavailable("where");
+}
+
+// random_kernels.h, join_kernels.h
+void random_uniform(RandomDraw, const UniformParams&, float*, std::int64_t, void*) {
+  unavailable("random uniform");
+}
+void random_normal(RandomDraw, const NormalParams&, float*, std::int64_t, void*) {
+  unavailable("random normal");
+}
+void join(const JoinPlan&, void*, void*) { unavailable("join"); }
+void one_hot(DType, const void*, DType, const OneHotParams&, void*, void*) {
+  unavailable("one_hot");
 }
 
 void transpose(DType, const void*, void*, const TransposePlan&, void*) { unavailable("transpose"); }

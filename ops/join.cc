@@ -1,0 +1,126 @@
+#include "tagflow/ops/join.h"
+
+#include <memory>
+
+#include "tagflow/ops/kernels/join_kernels.h"
+#include "tagflow/ops/kernels/launch.h"
+#include "tagflow/ops/operator_checks.h"
+
+namespace tagflow {
+
+namespace {
+
+using detail::JoinPlan;
+using detail::ordinal;
+
+constexpr const char* kConcat = "concat";
+constexpr const char* kStack = "stack";
+
+/// At least one input, all defined, on one context, of one dtype.
+void check_inputs(const char* op, std::span<const NDArray> arrays) {
+  TAGFLOW_CHECK(!arrays.empty(), "{}: expected at least one array, got none", op);
+  detail::check_same_context(op, arrays);
+  const DType dtype = arrays[0].dtype();
+  for (std::size_t i = 1; i < arrays.size(); ++i) {
+    TAGFLOW_CHECK(arrays[i].dtype() == dtype,
+                  "{}: all inputs must have the same dtype, but the first argument is {} while "
+                  "the {} argument is {}. Convert one with astype()",
+                  op, dtype_name(dtype), ordinal(static_cast<int>(i) + 1),
+                  dtype_name(arrays[i].dtype()));
+  }
+}
+
+/// A new array of `out_shape` made of `rows` rows, each the concatenation
+/// of one row of every input in order (an input's row holds size / rows of
+/// its elements); one operation reading every input. Nothing is pushed for
+/// an empty result.
+NDArray push_join(const char* op, std::span<const NDArray> arrays, const Shape& out_shape,
+                  std::int64_t rows) {
+  const DType dtype = arrays[0].dtype();
+  NDArray out(out_shape, dtype, arrays[0].context());
+  if (out.size() == 0) return out;
+  const auto element_bytes = static_cast<std::int64_t>(dtype_size(dtype));
+  auto plan = std::make_shared<JoinPlan>();
+  plan->rows = rows;
+  VarList reads;
+  for (const NDArray& a : arrays) {
+    reads.push_back(a.var());  // a variable listed twice (views, repeats) counts once
+    const std::int64_t row_bytes = a.size() / rows * element_bytes;
+    if (row_bytes == 0) continue;
+    plan->inputs.push_back(
+        {.data = a.raw_data(), .row_bytes = row_bytes, .offset_bytes = plan->out_row_bytes});
+    plan->out_row_bytes += row_bytes;
+  }
+  void* data = out.raw_data();
+  detail::push_operation(
+      op, out.context(), std::move(reads), {out.var()},
+      [plan = std::shared_ptr<const JoinPlan>(std::move(plan)), data](const RunContext& rc) {
+        detail::run_kernel(
+            rc, [plan, data] { detail::cpu_kernels::join(*plan, data); },
+            [plan, data](void* stream) { detail::gpu_kernels::join(*plan, data, stream); });
+      });
+  return out;
+}
+
+/// The product of the extents of `shape` before `axis`.
+std::int64_t extent_product(const Shape& shape, int axis) {
+  std::int64_t product = 1;
+  for (int i = 0; i < axis; ++i) product *= shape[i];
+  return product;
+}
+
+}  // namespace
+
+NDArray concat(std::span<const NDArray> arrays, int axis) {
+  check_inputs(kConcat, arrays);
+  const Shape& first = arrays[0].shape();
+  const int a = first.normalize_axis(axis, kConcat);
+  Shape out_shape = first;
+  for (std::size_t i = 1; i < arrays.size(); ++i) {
+    const Shape& shape = arrays[i].shape();
+    bool matches = shape.ndim() == first.ndim();
+    for (int d = 0; matches && d < first.ndim(); ++d) matches = d == a || shape[d] == first[d];
+    TAGFLOW_CHECK(matches,
+                  "{}: expected every input to have the shape of the first except along axis {}, "
+                  "but the first argument has shape ({}) while the {} argument has shape ({})",
+                  kConcat, a, first.str(), ordinal(static_cast<int>(i) + 1), shape.str());
+    out_shape[a] += shape[a];
+  }
+  return push_join(kConcat, arrays, out_shape, extent_product(first, a));
+}
+
+NDArray concat(std::initializer_list<NDArray> arrays, int axis) {
+  return concat(std::span<const NDArray>(arrays.begin(), arrays.size()), axis);
+}
+
+NDArray stack(std::span<const NDArray> arrays, int axis) {
+  check_inputs(kStack, arrays);
+  const Shape& first = arrays[0].shape();
+  const int ndim = first.ndim();
+  TAGFLOW_CHECK(ndim < Shape::kMaxDims,
+                "{}: the result would have {} dimensions, but arrays have at most {}", kStack,
+                ndim + 1, Shape::kMaxDims);
+  TAGFLOW_CHECK(axis >= -(ndim + 1) && axis <= ndim,
+                "{}: axis {} is out of range for inputs of shape ({}): expected an axis in "
+                "[{}, {}]",
+                kStack, axis, first.str(), -(ndim + 1), ndim);
+  const int a = axis < 0 ? axis + ndim + 1 : axis;
+  for (std::size_t i = 1; i < arrays.size(); ++i) {
+    TAGFLOW_CHECK(arrays[i].shape() == first,
+                  "{}: expected inputs of one shape, but the first argument has shape ({}) while "
+                  "the {} argument has shape ({})",
+                  kStack, first.str(), ordinal(static_cast<int>(i) + 1), arrays[i].shape().str());
+  }
+  Shape out_shape;
+  for (int d = 0; d <= ndim; ++d) {
+    if (d == a) out_shape.push_back(static_cast<std::int64_t>(arrays.size()));
+    if (d < ndim) out_shape.push_back(first[d]);
+  }
+  return push_join(kStack, arrays, out_shape, extent_product(first, a));
+}
+
+NDArray stack(std::initializer_list<NDArray> arrays, int axis) {
+  return stack(std::span<const NDArray>(arrays.begin(), arrays.size()), axis);
+}
+
+}  // namespace tagflow

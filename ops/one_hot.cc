@@ -1,0 +1,39 @@
+#include "tagflow/ops/one_hot.h"
+
+#include "tagflow/ops/kernels/join_kernels.h"
+#include "tagflow/ops/kernels/launch.h"
+#include "tagflow/ops/operator_checks.h"
+
+namespace tagflow {
+
+NDArray one_hot(const NDArray& indices, std::int64_t depth, double on_value, double off_value,
+                DType dtype) {
+  constexpr const char* kName = "one_hot";
+  detail::check_defined(kName, indices, 1);
+  TAGFLOW_CHECK(depth >= 0, "{}: expected depth >= 0, got {}", kName, depth);
+  TAGFLOW_CHECK(indices.ndim() < Shape::kMaxDims,
+                "{}: the result would have {} dimensions, but arrays have at most {}", kName,
+                indices.ndim() + 1, Shape::kMaxDims);
+  detail::check_scalar_fits(kName, on_value, dtype);
+  detail::check_scalar_fits(kName, off_value, dtype);
+  Shape out_shape = indices.shape();
+  out_shape.push_back(depth);
+  NDArray out(out_shape, dtype, indices.context());
+  if (out.size() == 0) return out;
+  const detail::OneHotParams params{
+      .rows = indices.size(), .depth = depth, .on_value = on_value, .off_value = off_value};
+  const DType index_dtype = indices.dtype();
+  const void* in = indices.raw_data();
+  void* data = out.raw_data();
+  detail::push_operation(
+      kName, out.context(), {indices.var()}, {out.var()}, [=](const RunContext& rc) {
+        detail::run_kernel(
+            rc, [=] { detail::cpu_kernels::one_hot(index_dtype, in, dtype, params, data); },
+            [=](void* stream) {
+              detail::gpu_kernels::one_hot(index_dtype, in, dtype, params, data, stream);
+            });
+      });
+  return out;
+}
+
+}  // namespace tagflow
