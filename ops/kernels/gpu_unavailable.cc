@@ -6,6 +6,7 @@
 #include "tagflow/ops/kernels/elementwise_kernels.h"
 #include "tagflow/ops/kernels/join_kernels.h"
 #include "tagflow/ops/kernels/random_kernels.h"
+#include "tagflow/ops/kernels/reduce_kernels.h"
 #include "tagflow/ops/kernels/transpose_kernels.h"
 
 namespace tagflow::detail::gpu_kernels {
@@ -46,6 +47,10 @@ void join(const JoinPlan&, void*, void*) { unavailable("join"); }
 void one_hot(DType, const void*, DType, const OneHotParams&, void*, void*) {
   unavailable("one_hot");
 }
+void reduce(ReduceOp, DType, const void*, void*, const ReducePlan&, void*) {
+  unavailable("reduce");
+}
+void softmax(bool, const float*, float*, SoftmaxShape, void*) { unavailable("softmax"); }
 
 void transpose(DType, const void*, void*, const TransposePlan&, void*) { unavailable("transpose"); }
 

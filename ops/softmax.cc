@@ -1,0 +1,42 @@
+#include "tagflow/ops/softmax.h"
+
+#include "tagflow/ops/kernels/launch.h"
+#include "tagflow/ops/kernels/reduce_kernels.h"
+#include "tagflow/ops/operator_checks.h"
+
+namespace tagflow {
+
+namespace {
+
+NDArray push_softmax(const char* name, bool log_output, const NDArray& x, int axis) {
+  detail::check_defined(name, x, 1);
+  detail::check_float32(name, x, 1);
+  const int normalized = x.shape().normalize_axis(axis, name);
+  detail::SoftmaxShape shape;
+  for (int a = 0; a < x.ndim(); ++a) {
+    if (a < normalized) shape.outer *= x.shape()[a];
+    if (a > normalized) shape.inner *= x.shape()[a];
+  }
+  shape.extent = x.shape()[normalized];
+
+  NDArray out(x.shape(), DType::kFloat32, x.context());
+  if (out.size() == 0) return out;
+  const float* in = x.data<float>();
+  float* po = out.data<float>();
+  detail::push_operation(name, x.context(), {x.var()}, {out.var()}, [=](const RunContext& rc) {
+    detail::run_kernel(
+        rc, [=] { detail::cpu_kernels::softmax(log_output, in, po, shape); },
+        [=](void* stream) { detail::gpu_kernels::softmax(log_output, in, po, shape, stream); });
+  });
+  return out;
+}
+
+}  // namespace
+
+NDArray softmax(const NDArray& x, int axis) { return push_softmax("softmax", false, x, axis); }
+
+NDArray log_softmax(const NDArray& x, int axis) {
+  return push_softmax("log_softmax", true, x, axis);
+}
+
+}  // namespace tagflow
