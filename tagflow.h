@@ -11,6 +11,7 @@
 #include "tagflow/ops/dtype.h"
 #include "tagflow/ops/elementwise.h"
 #include "tagflow/ops/join.h"
+#include "tagflow/ops/linalg.h"
 #include "tagflow/ops/ndarray.h"
 #include "tagflow/ops/one_hot.h"
 #include "tagflow/ops/random.h"

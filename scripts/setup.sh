@@ -10,6 +10,7 @@ packages=(
   libfmt-dev
   libgtest-dev     # GoogleTest
   libcli11-dev     # command line
+  libopenblas-dev libopenblas-pthread-dev  # CPU matrix products
   ccache           # used when present
   clang-format     # the style check in CI
 )

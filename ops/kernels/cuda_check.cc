@@ -1,5 +1,7 @@
 #include "tagflow/ops/kernels/cuda_check.h"
 
+#include <cublas_v2.h>
+
 #include "tagflow/engine/error.h"
 
 namespace tagflow::detail {
@@ -7,6 +9,15 @@ namespace tagflow::detail {
 void throw_cuda_error(cudaError_t status, const char* what) {
   throw_error<DeviceError>("{}: {} ({})", what, cudaGetErrorString(status),
                            cudaGetErrorName(status));
+}
+
+void throw_cublas_error(int status, const char* what) {
+  throw_error<DeviceError>("{}: {} (cuBLAS status {})", what,
+                           cublasGetStatusString(static_cast<cublasStatus_t>(status)), status);
+}
+
+void throw_dimension_too_large(const char* what, std::int64_t value) {
+  throw_error<DeviceError>("{} = {} exceeds the 32-bit range of the CUDA libraries", what, value);
 }
 
 }  // namespace tagflow::detail

@@ -4,6 +4,7 @@
 
 #include "tagflow/engine/error.h"
 #include "tagflow/ops/kernels/elementwise_kernels.h"
+#include "tagflow/ops/kernels/gemm_kernels.h"
 #include "tagflow/ops/kernels/join_kernels.h"
 #include "tagflow/ops/kernels/random_kernels.h"
 #include "tagflow/ops/kernels/reduce_kernels.h"
@@ -43,6 +44,7 @@ void random_uniform(RandomDraw, const UniformParams&, float*, std::int64_t, void
 void random_normal(RandomDraw, const NormalParams&, float*, std::int64_t, void*) {
   unavailable("random normal");
 }
+void gemm(const GemmPlan&, const float*, const float*, float*, int, void*) { unavailable("gemm"); }
 void join(const JoinPlan&, void*, void*) { unavailable("join"); }
 void one_hot(DType, const void*, DType, const OneHotParams&, void*, void*) {
   unavailable("one_hot");

@@ -1,0 +1,84 @@
+// The GPU matrix product: cuBLAS on the operation's stream, one handle per
+// stream (made on first use, on the stream's device). Row-major products are
+// computed as their column-major transposes: C = A·B is Cᵀ = Bᵀ·Aᵀ, so A and
+// B swap places and keep their transpose flags. Every status is checked.
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <map>
+#include <mutex>
+
+#include "tagflow/ops/kernels/cuda_check.h"
+#include "tagflow/ops/kernels/gemm_kernels.h"
+
+namespace tagflow::detail::gpu_kernels {
+
+namespace {
+
+/// The cuBLAS handle bound to `stream`. Handles live until the process
+/// exits: destroying them at exit would race the CUDA context's teardown.
+cublasHandle_t handle_for(cudaStream_t stream, int device) {
+  static std::mutex mutex;
+  static std::map<cudaStream_t, cublasHandle_t>* handles =
+      new std::map<cudaStream_t, cublasHandle_t>;
+  std::lock_guard lock(mutex);
+  auto it = handles->find(stream);
+  if (it != handles->end()) return it->second;
+  check_cuda(cudaSetDevice(device), "gemm: cudaSetDevice");
+  cublasHandle_t handle = nullptr;
+  check_cublas(cublasCreate(&handle), "gemm: cublasCreate");
+  const cublasStatus_t bound = cublasSetStream(handle, stream);
+  if (bound != CUBLAS_STATUS_SUCCESS) {
+    cublasDestroy(handle);
+    check_cublas(bound, "gemm: cublasSetStream");
+  }
+  handles->emplace(stream, handle);
+  return handle;
+}
+
+int as_int(std::int64_t value, const char* what) {
+  if (value > 0x7fffffff) throw_dimension_too_large(what, value);
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
+void gemm(const GemmPlan& plan, const float* a, const float* b, float* c, int device,
+          void* stream) {
+  auto* native = static_cast<cudaStream_t>(stream);
+  if (plan.k == 0) {  // an empty sum: zeros
+    check_cuda(cudaMemsetAsync(c, 0, sizeof(float) * plan.c_matrix() * plan.batch_count, native),
+               "gemm: cudaMemsetAsync");
+    return;
+  }
+  cublasHandle_t handle = handle_for(native, device);
+  const int m = as_int(plan.m, "m");
+  const int n = as_int(plan.n, "n");
+  const int k = as_int(plan.k, "k");
+  const cublasOperation_t op_a = plan.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = plan.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int lda = plan.transpose_a ? m : k;
+  const int ldb = plan.transpose_b ? k : n;
+  const float one = 1.f;
+  const float zero = 0.f;
+  if (plan.uniform_strides()) {
+    const long long stride_a = plan.batch.a_strides[0] * plan.a_matrix();
+    const long long stride_b = plan.batch.b_strides[0] * plan.b_matrix();
+    check_cublas(cublasSgemmStridedBatched(handle, op_b, op_a, n, m, k, &one, b, ldb, stride_b, a,
+                                           lda, stride_a, &zero, c, n, plan.c_matrix(),
+                                           as_int(plan.batch_count, "batch")),
+                 "gemm: cublasSgemmStridedBatched");
+    return;
+  }
+  for (std::int64_t i = 0; i < plan.batch_count; ++i) {
+    std::int64_t a_index = 0;
+    std::int64_t b_index = 0;
+    plan.batch.offsets(i, a_index, b_index);
+    check_cublas(cublasSgemm(handle, op_b, op_a, n, m, k, &one, b + b_index * plan.b_matrix(), ldb,
+                             a + a_index * plan.a_matrix(), lda, &zero, c + i * plan.c_matrix(), n),
+                 "gemm: cublasSgemm");
+  }
+}
+
+}  // namespace tagflow::detail::gpu_kernels

@@ -1,0 +1,117 @@
+#include "tagflow/ops/linalg.h"
+
+#include <vector>
+
+#include "tagflow/ops/kernels/gemm_kernels.h"
+#include "tagflow/ops/kernels/launch.h"
+#include "tagflow/ops/operator_checks.h"
+
+namespace tagflow {
+
+namespace {
+
+/// Shape of the leading (batch) axes of a matrix operand.
+Shape batch_shape(const Shape& s) {
+  Shape batch;
+  for (int i = 0; i + 2 < s.ndim(); ++i) batch.push_back(s[i]);
+  return batch;
+}
+
+/// Pushes the product of `a` viewed as (batch..., rows_a, cols_a) and `b`
+/// likewise, into a new array of `out_shape`.
+NDArray product(const char* name, const NDArray& a, const Shape& a3, const NDArray& b,
+                const Shape& b3, bool transpose_a, bool transpose_b, const Shape& out_shape) {
+  const std::int64_t m = transpose_a ? a3[a3.ndim() - 1] : a3[a3.ndim() - 2];
+  const std::int64_t k = transpose_a ? a3[a3.ndim() - 2] : a3[a3.ndim() - 1];
+  const std::int64_t kb = transpose_b ? b3[b3.ndim() - 1] : b3[b3.ndim() - 2];
+  const std::int64_t n = transpose_b ? b3[b3.ndim() - 2] : b3[b3.ndim() - 1];
+  TAGFLOW_CHECK(k == kb,
+                "{}: inner dimensions differ: the first operand ({}{}) has {} columns, the second "
+                "({}{}) has {} rows",
+                name, a.shape().str(), transpose_a ? ", transposed" : "", k, b.shape().str(),
+                transpose_b ? ", transposed" : "", kb);
+  const Shape a_batch = batch_shape(a3);
+  const Shape b_batch = batch_shape(b3);
+  const Shape out_batch = broadcast_shapes(a_batch, b_batch, name);
+  detail::GemmPlan plan;
+  plan.m = m;
+  plan.n = n;
+  plan.k = k;
+  plan.transpose_a = transpose_a;
+  plan.transpose_b = transpose_b;
+  plan.batch_count = out_batch.size();
+  plan.batch = detail::make_broadcast_plan(a_batch, b_batch, out_batch);
+
+  NDArray c(out_shape, DType::kFloat32, a.context());
+  if (c.size() == 0) return c;
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  float* pc = c.data<float>();
+  const int device = a.context().index;
+  detail::push_operation(
+      name, a.context(), {a.var(), b.var()}, {c.var()}, [=](const RunContext& rc) {
+        detail::run_kernel(
+            rc, [=] { detail::cpu_kernels::gemm(plan, pa, pb, pc); },
+            [=](void* stream) { detail::gpu_kernels::gemm(plan, pa, pb, pc, device, stream); });
+      });
+  return c;
+}
+
+void check_operands(const char* name, const NDArray& a, const NDArray& b) {
+  detail::check_same_context(name, {&a, &b});
+  detail::check_float32(name, a, 1);
+  detail::check_float32(name, b, 2);
+}
+
+}  // namespace
+
+NDArray dot(const NDArray& a, const NDArray& b, bool transpose_a, bool transpose_b) {
+  constexpr const char* kName = "dot";
+  check_operands(kName, a, b);
+  TAGFLOW_CHECK(a.ndim() >= 1 && a.ndim() <= 2 && b.ndim() >= 1 && b.ndim() <= 2,
+                "dot: expected 1-D or 2-D operands, got ({}) and ({}); batch_dot and matmul take "
+                "batches",
+                a.shape().str(), b.shape().str());
+  // Vectors become a row (on the left) or a column (on the right), and
+  // their axis is dropped from the result, as NumPy's dot does.
+  const Shape a2 = a.ndim() == 2 ? a.shape() : Shape{1, a.shape()[0]};
+  const Shape b2 = b.ndim() == 2 ? b.shape() : Shape{b.shape()[0], 1};
+  const bool ta = a.ndim() == 2 && transpose_a;
+  const bool tb = b.ndim() == 2 && transpose_b;
+  Shape out;
+  if (a.ndim() == 2) out.push_back(ta ? a2[1] : a2[0]);
+  if (b.ndim() == 2) out.push_back(tb ? b2[0] : b2[1]);
+  if (out.ndim() == 0) out.push_back(1);
+  return product(kName, a, a2, b, b2, ta, tb, out);
+}
+
+NDArray batch_dot(const NDArray& a, const NDArray& b, bool transpose_a, bool transpose_b) {
+  constexpr const char* kName = "batch_dot";
+  check_operands(kName, a, b);
+  TAGFLOW_CHECK(a.ndim() == 3 && b.ndim() == 3 && a.shape()[0] == b.shape()[0],
+                "batch_dot: expected two 3-D operands with the same batch size, got ({}) and ({})",
+                a.shape().str(), b.shape().str());
+  const std::int64_t m = transpose_a ? a.shape()[2] : a.shape()[1];
+  const std::int64_t n = transpose_b ? b.shape()[1] : b.shape()[2];
+  return product(kName, a, a.shape(), b, b.shape(), transpose_a, transpose_b,
+                 Shape{a.shape()[0], m, n});
+}
+
+NDArray matmul(const NDArray& a, const NDArray& b) {
+  constexpr const char* kName = "matmul";
+  check_operands(kName, a, b);
+  TAGFLOW_CHECK(a.ndim() >= 1 && b.ndim() >= 1,
+                "matmul: expected operands with at least one axis, got ({}) and ({})",
+                a.shape().str(), b.shape().str());
+  Shape a3 = a.shape();
+  Shape b3 = b.shape();
+  if (a.ndim() == 1) a3 = Shape{1, a.shape()[0]};
+  if (b.ndim() == 1) b3 = Shape{b.shape()[0], 1};
+  Shape out = broadcast_shapes(batch_shape(a3), batch_shape(b3), kName);
+  if (a.ndim() > 1) out.push_back(a3[a3.ndim() - 2]);
+  if (b.ndim() > 1) out.push_back(b3[b3.ndim() - 1]);
+  if (out.ndim() == 0) out.push_back(1);
+  return product(kName, a, a3, b, b3, false, false, out);
+}
+
+}  // namespace tagflow
