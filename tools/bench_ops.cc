@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <functional>
 
+#include <cblas.h>
 #include <fmt/format.h>
 
 #include "tagflow/tagflow.h"
@@ -57,6 +58,90 @@ Row small_add(const OpsBenchOptions& o) {
           ok};
 }
 
+/// A float32 matrix product of `size` x `size` matrices on cpu(0), through
+/// tagflow (`dot`, then a wait) and through the BLAS called directly on the
+/// same memory.
+Row gemm(const OpsBenchOptions& o) {
+  const std::int64_t n = o.gemm_size;
+  NDArray a = random::uniform(-1, 1, {n, n}, std::uint64_t{1});
+  NDArray b = random::uniform(-1, 1, {n, n}, std::uint64_t{2});
+  NDArray c = zeros({n, n});
+  c.wait_to_read();
+  const double flops =
+      2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+  auto time_it = [&](const std::function<void()>& body) {
+    body();  // warm-up: first-touch of the output, the BLAS's threads
+    std::vector<double> rates;
+    for (int run = 0; run < o.runs; ++run) {
+      const auto start = Clock::now();
+      body();
+      rates.push_back(flops / seconds_since(start) / 1e9);
+    }
+    return median(rates);
+  };
+  const double through_tagflow = time_it([&] {
+    c = dot(a, b);
+    c.wait_to_read();
+  });
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  float* pc = c.data<float>();
+  const auto blas_n = static_cast<blasint>(n);
+  const double direct = time_it([&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blas_n, blas_n, blas_n, 1.f, pa, blas_n,
+                pb, blas_n, 0.f, pc, blas_n);
+  });
+  const double ratio = through_tagflow / direct;
+  fmt::print(
+      "{{\"bench\":\"ops\",\"case\":\"gemm\",\"device\":\"cpu(0)\",\"size\":{},\"runs\":{},"
+      "\"gflops\":{:.1f},\"blas_gflops\":{:.1f},\"ratio\":{:.3f},\"blas\":\"{}\"}}\n",
+      n, o.runs, through_tagflow, direct, ratio, openblas_get_config());
+  return {"gemm", fmt::format("{:.1f} GFLOP/s", through_tagflow),
+          fmt::format("{0}x{0} float32 on cpu(0); OpenBLAS direct {1:.1f} GFLOP/s, ratio {2:.3f}",
+                      n, direct, ratio),
+          true};
+}
+
+/// The tutorials' exercise: `products` products of 100x100 matrices, the
+/// Frobenius norm of each logged to the host at once (a wait per product)
+/// against logged on the device and copied once at the end.
+Row sync_log(const OpsBenchOptions& o) {
+  NDArray x = random::uniform(-0.1, 0.1, {100, 100}, std::uint64_t{3}, o.device);
+  auto each = [&] {
+    std::vector<float> log;
+    for (int i = 0; i < o.products; ++i) log.push_back(norm(dot(x, x)).asscalar<float>());
+    return log;
+  };
+  auto once = [&] {
+    std::vector<NDArray> log;
+    for (int i = 0; i < o.products; ++i) log.push_back(norm(dot(x, x)));
+    return concat(log).to_vector<float>();
+  };
+  std::vector<double> each_s;
+  std::vector<double> once_s;
+  bool ok = true;
+  for (int run = 0; run < o.runs; ++run) {
+    auto start = Clock::now();
+    const std::vector<float> a = each();
+    each_s.push_back(seconds_since(start));
+    start = Clock::now();
+    const std::vector<float> b = once();
+    once_s.push_back(seconds_since(start));
+    ok = ok && a == b;
+  }
+  const double t_each = median(each_s);
+  const double t_once = median(once_s);
+  fmt::print(
+      "{{\"bench\":\"ops\",\"case\":\"sync-log\",\"device\":\"{}\",\"products\":{},"
+      "\"runs\":{},\"sync_each_s\":{:.4f},\"copy_once_s\":{:.4f},\"ratio\":{:.2f},\"ok\":{}}}\n",
+      o.device.str(), o.products, o.runs, t_each, t_once, t_each / t_once, ok);
+  return {"sync-log", fmt::format("{:.2f}x", t_each / t_once),
+          fmt::format("{} products 100x100 on {}: norm to host each time {:.1f} ms, log on "
+                      "device and copy once {:.1f} ms",
+                      o.products, o.device.str(), t_each * 1e3, t_once * 1e3),
+          ok};
+}
+
 }  // namespace
 
 const std::vector<std::string>& ops_bench_cases() {
@@ -68,6 +153,8 @@ bool run_ops_bench(const OpsBenchOptions& options) {
   std::vector<Row> rows;
   for (const std::string& name : options.cases) {
     if (name == "small-add") rows.push_back(small_add(options));
+    if (name == "gemm") rows.push_back(gemm(options));
+    if (name == "sync-log") rows.push_back(sync_log(options));
     std::fflush(stdout);
   }
   fmt::print("\n{:<10} {:>22}  {}\n", "case", "median", "what");
