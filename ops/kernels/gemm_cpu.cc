@@ -29,6 +29,15 @@ void gemm_one(const GemmPlan& p, const float* a, const float* b, float* c) {
 }  // namespace
 
 void gemm(const GemmPlan& plan, const float* a, const float* b, float* c) {
+#ifdef TAGFLOW_TSAN
+  // OpenBLAS's threads are invisible to ThreadSanitizer too (Note [oneTBB
+  // under ThreadSanitizer]): under TSan the products run in the caller.
+  static const bool single_threaded = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)single_threaded;
+#endif
   auto member = [&](std::int64_t i) {
     std::int64_t a_index = 0;
     std::int64_t b_index = 0;
