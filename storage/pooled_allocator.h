@@ -11,11 +11,11 @@
 // iteration) no cudaMalloc happens. Blocks are never split or merged; that
 // keeps every operation O(1) under one short lock.
 //
-// Host memory (cpu(i)) caches only blocks up to 1 MiB: small arrays come
-// and go at the rate of operations, and aligned allocation from the C
-// library costs more than the operation itself; large host blocks go back to
-// the C library at once, which keeps a process's resident memory close to
-// what its arrays hold.
+// Host memory (cpu(i)) caches blocks up to 256 MiB. Reuse saves the C
+// library's aligned allocation, which costs more than a small operation, and
+// the page faults of fresh memory, a few percent of a large matrix product.
+// Larger host blocks go back at once, so that one huge temporary does not
+// stay resident; empty_cache(cpu(i)) returns the rest.
 //
 // A block is released only once every operation using it has completed, its
 // device work included (Engine::delete_var's deleter), so a cached block can

@@ -52,7 +52,7 @@ class Storage {
   /// i below this; GPUs below the engine's count).
   static constexpr int kMaxDevices = 64;
   /// Largest block cached on cpu(i) (Note [Size classes] in pooled_allocator.h).
-  static constexpr std::uint64_t kMaxCachedHostBlock = std::uint64_t{1} << 20;
+  static constexpr std::uint64_t kMaxCachedHostBlock = std::uint64_t{256} << 20;
 
  private:
   Storage();

@@ -49,12 +49,14 @@ TEST(StorageTest, HostBlocksAreAlignedPooledWhenSmallAndCounted) {
   const MemoryStats before = host.stats();
   MemoryBlock a = host.allocate(1);
   MemoryBlock b = host.allocate(1000);
-  MemoryBlock big = host.allocate((3u << 20) + 1);  // above the cached size: exact to 64 bytes
+  const std::uint64_t big_bytes =
+      Storage::kMaxCachedHostBlock + 1;  // not cached: exact to 64 bytes
+  MemoryBlock big = host.allocate(big_bytes);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(a.data) % 64, 0u);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data) % 64, 0u);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(big.data) % 64, 0u);
-  EXPECT_EQ(big.size, (3u << 20) + 64);
-  EXPECT_EQ(host.stats().in_use - before.in_use, 512u + 1024u + (3u << 20) + 64);
+  EXPECT_EQ(big.size, Storage::kMaxCachedHostBlock + 64);
+  EXPECT_EQ(host.stats().in_use - before.in_use, 512u + 1024u + big.size);
   EXPECT_EQ(host.stats().allocations - before.allocations, 3u);
   set_memory_limit(ctx, host.stats().in_use + 100);
   EXPECT_THROW((void)host.allocate(1000), OutOfMemoryError);
