@@ -93,7 +93,15 @@ VarHandle ThreadedEngine::new_var() { return new VarBlock; }
 
 void ThreadedEngine::delete_var(VarHandle var, VarDeleter on_deleted) {
   TAGFLOW_CHECK(var != nullptr, "delete_var: expected a variable, got null");
-  std::lock_guard lock(push_lock_);
+  std::unique_lock lock(push_lock_);
+  if (idle(*var)) {
+    // Nothing pending and no device work in flight: no operation needed.
+    // (Arrays die at the rate of operations; most are idle by then.)
+    lock.unlock();
+    delete var;
+    if (on_deleted) run_deleter(on_deleted);
+    return;
+  }
   auto* op = new OpBlock;
   op->name = "delete_var";
   op->kind = OpKind::kDelete;
@@ -222,6 +230,22 @@ void ThreadedEngine::prefetch_predecessors(const VarBlock& var, bool write) {
   if (write) {
     for (const OpRef& r : var.readers) __builtin_prefetch(r.op, 0, 3);
   }
+}
+
+bool ThreadedEngine::idle(VarBlock& var) {
+  // Under the push lock: no new operation can claim `var` meanwhile. An
+  // operation's completed bit is set after it has left its variables, so
+  // once it is seen, the variable's fences are final and may be read.
+  const OpRef& writer = var.last_writer;
+  if (writer.op != nullptr && writer.op->seq == writer.seq && !writer.op->completed()) return false;
+  drop_completed_readers(var);
+  if (!var.readers.empty()) return false;
+  auto finished = [](const Fence& f) { return !f || f.stream->finished(f.seq); };
+  if (!finished(var.write_fence)) return false;
+  for (const Fence& f : var.read_fences) {
+    if (!finished(f)) return false;
+  }
+  return true;
 }
 
 void ThreadedEngine::drop_completed_readers(VarBlock& var) {

@@ -98,6 +98,9 @@ class ThreadedEngine final : public Engine, public EngineCore {
   /// Starts fetching the records `var`'s next claim will look at.
   static void prefetch_predecessors(const VarBlock& var, bool write);
   /// Forgets the readers of `var` that have completed.
+  /// True when no operation on `var` is pending and its device work has
+  /// finished (push lock held).
+  static bool idle(VarBlock& var);
   static void drop_completed_readers(VarBlock& var);
   /// Links `op` after `pred` unless `pred` has completed; true if linked.
   static bool add_edge(const OpRef& pred, OpBlock* op, std::int32_t& edges);
