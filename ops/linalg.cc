@@ -6,6 +6,18 @@
 #include "tagflow/ops/kernels/launch.h"
 #include "tagflow/ops/operator_checks.h"
 
+// Note [The CPU BLAS]
+// Products on CPU devices (and simulated GPUs) call OpenBLAS, Debian's
+// pthread build. Measured on the reference machine (2 cores with AVX-512,
+// float32, medians): at 2048x2048x2048 OpenBLAS gives 160-190 GFLOP/s on its
+// two threads and 85 on one; oneDNN 2.6's sgemm about 190 on two, BLIS 0.9
+// 50-110. At 100x100x100 OpenBLAS takes 26 us and BLIS 50. oneDNN matches
+// OpenBLAS on large products, but Debian builds it on OpenMP, whose thread
+// teams (one per calling thread) would compete with oneTBB's threads and each
+// device's workers for the same cores; OpenBLAS's pool is one per process and
+// takes concurrent callers safely. It is also the BLAS the PyTorch comparison
+// of `tagflow bench train` uses, so that comparison is like for like.
+
 namespace tagflow {
 
 namespace {

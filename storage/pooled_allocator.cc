@@ -22,89 +22,130 @@ PooledAllocator::PooledAllocator(Context ctx, std::unique_ptr<DeviceMemory> memo
   stats_.capacity = memory_->capacity();
 }
 
+std::size_t PooledAllocator::class_index(std::uint64_t size) {
+  if (size <= 512) return 0;
+  const std::uint64_t power = std::bit_floor(size - 1);
+  const std::uint64_t step = power / 4;
+  const std::size_t octave = static_cast<std::size_t>(std::countr_zero(power)) - 9;
+  // A class value is 5, 6, 7 or 8 steps (Note [Size classes]).
+  const std::size_t index = 1 + 4 * octave + static_cast<std::size_t>(size / step - 5);
+  return size % step == 0 && index < kClasses ? index : kClasses;
+}
+
 PooledAllocator::~PooledAllocator() {
   // Blocks still in use belong to arrays that outlive the allocator (a
   // process exiting); only the cache is ours to return.
-  std::lock_guard lock(mutex_);
-  release_cache_locked();
+  release_cache();
 }
 
 MemoryBlock PooledAllocator::allocate(std::uint64_t bytes) {
   if (bytes == 0) return {};
   std::uint64_t size = size_class(bytes);
-  if (!cacheable(size)) size = (bytes + 63) / 64 * 64;
-  std::lock_guard lock(mutex_);
-  void* data = nullptr;
-  if (auto it = free_lists_.find(size); it != free_lists_.end() && !it->second.empty()) {
-    data = it->second.back();
-    it->second.pop_back();
-    stats_.cached -= size;
+  if (!cacheable(size)) {
+    size = (bytes + 63) / 64 * 64;
   } else {
-    data = allocate_from_device(size);
-    if (data == nullptr) {
-      release_cache_locked();
-      data = allocate_from_device(size);
+    std::lock_guard lock(lock_);
+    std::vector<void*>& list = free_lists_[class_index(size)];
+    if (!list.empty()) {
+      void* data = list.back();
+      list.pop_back();
+      stats_.cached -= size;
+      stats_.in_use += size;
+      stats_.peak = std::max(stats_.peak, stats_.in_use);
+      ++stats_.allocations;
+      return {data, size};
     }
-    if (data == nullptr) throw OutOfMemoryError(ctx_, bytes, stats_);
-    ++stats_.device_allocations;
   }
+  return allocate_from_device(bytes, size);
+}
+
+MemoryBlock PooledAllocator::allocate_from_device(std::uint64_t bytes, std::uint64_t size) {
+  std::lock_guard slow(device_mutex_);
+  void* data = try_device_allocation(size);
+  if (data == nullptr) {
+    release_cache();
+    data = try_device_allocation(size);
+  }
+  std::lock_guard lock(lock_);
+  if (data == nullptr) throw OutOfMemoryError(ctx_, bytes, stats_);
   ++stats_.allocations;
-  stats_.in_use += size;
+  ++stats_.device_allocations;
   stats_.peak = std::max(stats_.peak, stats_.in_use);
   return {data, size};
 }
 
-void* PooledAllocator::allocate_from_device(std::uint64_t size) {
-  const std::uint64_t held = stats_.in_use + stats_.cached;
-  if (stats_.limit != 0 && held + size > stats_.limit) return nullptr;
-  return memory_->allocate(size);
+void* PooledAllocator::try_device_allocation(std::uint64_t size) {
+  {
+    std::lock_guard lock(lock_);
+    if (stats_.limit != 0 && stats_.in_use + stats_.cached + size > stats_.limit) return nullptr;
+    stats_.in_use += size;  // reserved: concurrent requests count it against the limit
+  }
+  void* data = nullptr;
+  try {
+    data = memory_->allocate(size);
+  } catch (...) {
+    std::lock_guard lock(lock_);
+    stats_.in_use -= size;
+    throw;
+  }
+  if (data == nullptr) {
+    std::lock_guard lock(lock_);
+    stats_.in_use -= size;
+  }
+  return data;
 }
 
 void PooledAllocator::release(MemoryBlock block) noexcept {
   if (block.data == nullptr) return;
-  if (!cacheable(block.size)) {
-    memory_->release(block.data, block.size);
-    std::lock_guard lock(mutex_);
-    stats_.in_use -= block.size;
-    return;
+  if (cacheable(block.size)) {
+    std::lock_guard lock(lock_);
+    try {
+      free_lists_[class_index(block.size)].push_back(block.data);
+      stats_.in_use -= block.size;
+      stats_.cached += block.size;
+      return;
+    } catch (...) {  // no memory for the list itself: hand the block back instead
+    }
   }
-  std::lock_guard lock(mutex_);
-  try {
-    free_lists_[block.size].push_back(block.data);
-  } catch (...) {  // no memory for the list itself: hand the block back instead
-    memory_->release(block.data, block.size);
-    stats_.in_use -= block.size;
-    return;
-  }
+  memory_->release(block.data, block.size);
+  std::lock_guard lock(lock_);
   stats_.in_use -= block.size;
-  stats_.cached += block.size;
 }
 
-void PooledAllocator::release_cache_locked() {
-  for (auto& [size, blocks] : free_lists_) {
-    for (void* data : blocks) memory_->release(data, size);
-    stats_.cached -= size * blocks.size();
+void PooledAllocator::release_cache() {
+  std::array<std::vector<void*>, kClasses> taken;
+  {
+    std::lock_guard lock(lock_);
+    taken.swap(free_lists_);
+    stats_.cached = 0;
   }
-  free_lists_.clear();
+  for (std::size_t index = 0; index < kClasses; ++index) {
+    if (taken[index].empty()) continue;
+    const std::uint64_t size = index == 0 ? 512 : [&] {
+      const std::uint64_t power = std::uint64_t{512} << ((index - 1) / 4);
+      return power / 4 * (5 + (index - 1) % 4);
+    }();
+    for (void* data : taken[index]) memory_->release(data, size);
+  }
 }
 
 void PooledAllocator::empty_cache() {
-  std::lock_guard lock(mutex_);
-  release_cache_locked();
+  std::lock_guard slow(device_mutex_);
+  release_cache();
 }
 
 MemoryStats PooledAllocator::stats() const {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(lock_);
   return stats_;
 }
 
 void PooledAllocator::set_limit(std::uint64_t bytes) {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(lock_);
   stats_.limit = bytes;
 }
 
 void PooledAllocator::reset_peak() {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(lock_);
   stats_.peak = stats_.in_use;
 }
 

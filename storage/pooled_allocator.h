@@ -9,7 +9,8 @@
 // and serves the next request of that class without touching the device:
 // in steady state (a training loop allocating the same shapes every
 // iteration) no cudaMalloc happens. Blocks are never split or merged; that
-// keeps every operation O(1) under one short lock.
+// keeps every operation O(1) under one short spin lock; only a miss, which
+// goes to the device, takes a mutex.
 //
 // Host memory (cpu(i)) caches blocks up to 256 MiB. Reuse saves the C
 // library's aligned allocation, which costs more than a small operation, and
@@ -23,13 +24,14 @@
 // the cache is returned to the device and the request retried once; then
 // OutOfMemoryError gives the device, the request and the figures.
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <unordered_map>
 #include <vector>
 
 #include "tagflow/engine/context.h"
+#include "tagflow/engine/spin_lock.h"
 #include "tagflow/storage/allocator.h"
 #include "tagflow/storage/device_memory.h"
 
@@ -54,19 +56,34 @@ class PooledAllocator final : public Allocator {
   static std::uint64_t size_class(std::uint64_t bytes);
 
  private:
-  /// A new block from the device, or null when it (or the limit) has no room.
-  void* allocate_from_device(std::uint64_t size);
-  void release_cache_locked();
+  /// Classes up to 2^40 bytes; larger requests are served uncached.
+  static constexpr std::size_t kClasses = 1 + 4 * 32;
+  /// Index of a size class in `free_lists_`, or kClasses for none.
+  static std::size_t class_index(std::uint64_t size);
 
   bool cacheable(std::uint64_t size) const {
-    return max_cached_block_ == 0 || size <= max_cached_block_;
+    return (max_cached_block_ == 0 || size <= max_cached_block_) && class_index(size) < kClasses;
   }
+  /// The slow path: a block from the device, releasing the cache once if the
+  /// device (or the limit) has no room.
+  MemoryBlock allocate_from_device(std::uint64_t bytes, std::uint64_t size);
+  /// Reserves `size` bytes against the limit and allocates them; null when
+  /// there is no room (the reservation is then undone).
+  void* try_device_allocation(std::uint64_t size);
+  /// Takes every cached block out (under `lock_`), then returns them to the
+  /// device.
+  void release_cache();
 
   Context ctx_;
   std::unique_ptr<DeviceMemory> memory_;
   std::uint64_t max_cached_block_;
-  mutable std::mutex mutex_;
-  std::unordered_map<std::uint64_t, std::vector<void*>> free_lists_;
+  /// Serialises the slow path, so that one request at a time releases the
+  /// cache and retries.
+  std::mutex device_mutex_;
+  /// Guards the free lists and the statistics: held for a few instructions,
+  /// never across a call to the device.
+  mutable SpinLock lock_;
+  std::array<std::vector<void*>, kClasses> free_lists_;
   MemoryStats stats_;
 };
 
