@@ -11,6 +11,9 @@ packages=(
   libgtest-dev     # GoogleTest
   libcli11-dev     # command line
   libopenblas-dev libopenblas-pthread-dev  # CPU matrix products
+  zlib1g-dev       # gzip-compressed IDX data files
+  nlohmann-json3-dev  # safetensors headers
+  dataset-fashion-mnist  # the tutorials' data set
   ccache           # used when present
   clang-format     # the style check in CI
 )
