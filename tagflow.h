@@ -6,6 +6,7 @@
 #include "tagflow/engine/engine.h"
 #include "tagflow/engine/error.h"
 #include "tagflow/engine/operation.h"
+#include "tagflow/ops/autograd.h"
 #include "tagflow/ops/creation.h"
 #include "tagflow/ops/device.h"
 #include "tagflow/ops/dtype.h"

@@ -1,5 +1,6 @@
 #include "tagflow/ops/elementwise.h"
 
+#include "tagflow/ops/elementwise_grad.h"
 #include "tagflow/ops/kernels/elementwise_kernels.h"
 #include "tagflow/ops/kernels/launch.h"
 #include "tagflow/ops/operator_checks.h"
@@ -28,6 +29,7 @@ NDArray unary(const char* name, UnaryOp op, const NDArray& x) {
         rc, [=] { cpu_kernels::unary(op, dtype, in, out, n); },
         [=](void* stream) { gpu_kernels::unary(op, dtype, in, out, n, stream); });
   });
+  detail::record_unary(name, op, x, y);
   return y;
 }
 
@@ -67,11 +69,13 @@ NDArray binary(const char* name, BinaryOp op, const NDArray& a, const NDArray& b
   check_binary(name, op, a, b);
   NDArray out(broadcast_shapes(a.shape(), b.shape(), name), a.dtype(), a.context());
   push_binary(name, op, a, b, out);
+  detail::record_binary(name, op, a, b, out);
   return out;
 }
 
 NDArray& binary_in_place(const char* name, BinaryOp op, NDArray& a, const NDArray& b) {
   check_binary(name, op, a, b);
+  detail::refuse_in_place_while_recording(name, a, &b);
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
   TAGFLOW_CHECK(shape == a.shape(),
                 "{}: an in-place result keeps the shape of the first argument ({}), but "
@@ -100,12 +104,14 @@ NDArray scalar(const char* name, BinaryOp op, const NDArray& a, double value, bo
   detail::check_scalar_fits(name, value, a.dtype());
   NDArray out(a.shape(), a.dtype(), a.context());
   push_scalar(name, op, a, {value, on_left}, out);
+  detail::record_scalar(name, op, a, value, on_left, out);
   return out;
 }
 
 NDArray& scalar_in_place(const char* name, BinaryOp op, NDArray& a, double value) {
   detail::check_defined(name, a, 1);
   detail::check_scalar_fits(name, value, a.dtype());
+  detail::refuse_in_place_while_recording(name, a, nullptr);
   push_scalar(name, op, a, {value, false}, a);
   return a;
 }
@@ -259,6 +265,7 @@ NDArray clip(const NDArray& x, double low, double high) {
         rc, [=] { cpu_kernels::clip(dtype, in, low, high, out, n); },
         [=](void* stream) { gpu_kernels::clip(dtype, in, low, high, out, n, stream); });
   });
+  detail::record_clip(x, low, high, y);
   return y;
 }
 
@@ -286,6 +293,7 @@ NDArray where(const NDArray& condition, const NDArray& x, const NDArray& y) {
                                  gpu_kernels::where(cond_dtype, pc, dtype, px, py, po, n, stream);
                                });
                          });
+  detail::record_where(condition, x, y, out);
   return out;
 }
 

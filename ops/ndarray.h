@@ -31,7 +31,16 @@
 
 namespace tagflow {
 
+/// How backward() updates a gradient buffer (see ops/autograd.h).
+enum class GradReq : std::uint8_t {
+  kNull,   ///< no gradient
+  kWrite,  ///< overwritten by each backward
+  kAdd,    ///< accumulated over backward calls
+};
+
 namespace detail {
+
+struct GradNode;
 
 /// The memory and the engine variable that an array and its views share.
 /// Destroyed with the last handle; the memory returns to its allocator once
@@ -123,6 +132,23 @@ class NDArray {
   /// With a new axis of extent 1 at `axis`.
   NDArray expand_dims(int axis) const;
 
+  // --- autograd (ops/autograd.h) ---------------------------------------------
+  /// Gives the array a gradient buffer, zeros on its device, that backward()
+  /// fills; `GradReq::kNull` detaches it. The array becomes a leaf.
+  void attach_grad(GradReq req = GradReq::kWrite);
+  /// The gradient buffer given by attach_grad (throws without one).
+  NDArray grad() const;
+  /// `autograd::backward(*this)`: the gradients of this array (ones as the
+  /// head gradient) reach every leaf it depends on.
+  void backward() const;
+  /// `autograd::backward(*this, head_grad, retain_graph)`.
+  void backward(const NDArray& head_grad, bool retain_graph = false) const;
+  /// The same memory with no recorded history.
+  NDArray detach() const;
+  /// The graph node that produced this array while recording, or null.
+  const std::shared_ptr<detail::GradNode>& grad_node() const { return grad_node_; }
+  void set_grad_node(std::shared_ptr<detail::GradNode> node) { grad_node_ = std::move(node); }
+
   /// What `operator<<` prints: the values as NumPy prints them, then a line
   /// "<NDArray 2x3 @gpu(0)>" (waits).
   std::string str() const;
@@ -139,6 +165,7 @@ class NDArray {
   Shape shape_;
   DType dtype_ = DType::kFloat32;
   std::int64_t offset_ = 0;  ///< in elements, from the start of the chunk
+  std::shared_ptr<detail::GradNode> grad_node_;
 };
 
 std::ostream& operator<<(std::ostream& os, const NDArray& array);

@@ -3,6 +3,9 @@
 #include <numeric>
 #include <vector>
 
+#include "tagflow/ops/autograd.h"
+#include "tagflow/ops/creation.h"
+#include "tagflow/ops/elementwise.h"
 #include "tagflow/ops/kernels/launch.h"
 #include "tagflow/ops/kernels/reduce_kernels.h"
 #include "tagflow/ops/operator_checks.h"
@@ -74,6 +77,41 @@ DType output_dtype(ReduceOp op, DType input) {
   return input;
 }
 
+/// Records the gradient of a float32 reduction: the output's gradient,
+/// given back its reduced axes (extent 1), broadcast over the input.
+void record_reduction(const char* name, ReduceOp op, const NDArray& x, const bool* flags,
+                      NDArray& out) {
+  Shape kept;
+  for (int axis = 0; axis < x.ndim(); ++axis) kept.push_back(flags[axis] ? 1 : x.shape()[axis]);
+  const double count =
+      out.size() == 0 ? 1.0 : static_cast<double>(x.size()) / static_cast<double>(out.size());
+  detail::record(name, out, {&x}, [&] {
+    return [op, kept, count, x = x.detach(), y = out.detach()](const NDArray& dy) {
+      const NDArray dy_kept = dy.reshape(kept);
+      NDArray dx;
+      switch (op) {
+        case ReduceOp::kSum:
+          dx = zeros_like(x) + dy_kept;
+          break;
+        case ReduceOp::kMean:
+          dx = zeros_like(x) + dy_kept / count;
+          break;
+        // Every element equal to the extreme gets the gradient (ties share it whole).
+        case ReduceOp::kMax:
+        case ReduceOp::kMin:
+          dx = dy_kept * equal(x, y.reshape(kept));
+          break;
+        case ReduceOp::kNorm:
+          dx = dy_kept * x / maximum(y.reshape(kept), 1e-30);
+          break;
+        case ReduceOp::kArgmax:
+          break;
+      }
+      return std::vector<NDArray>{dx};
+    };
+  });
+}
+
 NDArray reduce(const char* name, ReduceOp op, const NDArray& x, std::span<const int> axes,
                bool keepdims) {
   detail::check_defined(name, x, 1);
@@ -92,6 +130,9 @@ NDArray reduce(const char* name, ReduceOp op, const NDArray& x, std::span<const 
         rc, [=] { detail::cpu_kernels::reduce(op, dtype, in, po, plan); },
         [=](void* stream) { detail::gpu_kernels::reduce(op, dtype, in, po, plan, stream); });
   });
+  if (x.dtype() == DType::kFloat32 && op != ReduceOp::kArgmax) {
+    record_reduction(name, op, x, reduced.flags, out);
+  }
   return out;
 }
 

@@ -1,0 +1,201 @@
+#include "tagflow/ops/autograd.h"
+
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "tagflow/ops/creation.h"
+#include "tagflow/ops/elementwise.h"
+#include "tagflow/ops/reduce.h"
+
+namespace tagflow {
+
+namespace {
+
+struct Mode {
+  bool recording = false;
+  bool training = false;
+};
+thread_local Mode mode;
+
+}  // namespace
+
+namespace autograd {
+
+RecordScope::RecordScope(bool recording, bool training)
+    : saved_recording_(mode.recording), saved_training_(mode.training) {
+  mode.recording = recording;
+  mode.training = training;
+}
+
+RecordScope::~RecordScope() {
+  mode.recording = saved_recording_;
+  mode.training = saved_training_;
+}
+
+RecordScope record(bool train_mode) { return RecordScope(true, train_mode); }
+RecordScope pause(bool train_mode) { return RecordScope(false, train_mode); }
+bool is_recording() { return mode.recording; }
+bool is_training() { return mode.training; }
+
+namespace {
+
+using detail::GradNode;
+
+bool is_leaf(const GradNode& node) { return node.req != GradReq::kNull; }
+
+/// The nodes reachable from `head`, each after every node that consumes it
+/// (reverse post-order of a depth-first walk). Owning: freeing the graph
+/// below must not destroy a node still to be visited.
+std::vector<std::shared_ptr<GradNode>> consumers_first(const std::shared_ptr<GradNode>& head) {
+  std::vector<std::shared_ptr<GradNode>> post_order;
+  std::unordered_set<GradNode*> seen{head.get()};
+  std::vector<std::pair<std::shared_ptr<GradNode>, std::size_t>> stack{{head, 0}};
+  while (!stack.empty()) {
+    auto& [node, next] = stack.back();
+    if (next < node->inputs.size()) {
+      std::shared_ptr<GradNode> input = node->inputs[next++];
+      if (input != nullptr && seen.insert(input.get()).second) stack.emplace_back(input, 0);
+    } else {
+      post_order.push_back(std::move(node));
+      stack.pop_back();
+    }
+  }
+  return {post_order.rbegin(), post_order.rend()};
+}
+
+}  // namespace
+
+void backward(const NDArray& head, const NDArray& head_grad, bool retain_graph) {
+  TAGFLOW_CHECK(head.defined(), "backward: the head is an empty array");
+  const std::shared_ptr<GradNode>& root = head.grad_node();
+  TAGFLOW_CHECK(root != nullptr,
+                "backward: the head has no recorded history: compute it inside "
+                "autograd::record() from arrays that called attach_grad()");
+  NDArray seed = head_grad;
+  if (seed.defined()) {
+    TAGFLOW_CHECK(seed.shape() == head.shape() && seed.context() == head.context() &&
+                      seed.dtype() == head.dtype(),
+                  "backward: expected a head gradient of shape ({}) {} on {}, got ({}) {} on {}",
+                  head.shape().str(), dtype_name(head.dtype()), head.context().str(),
+                  seed.shape().str(), dtype_name(seed.dtype()), seed.context().str());
+  } else {
+    seed = ones_like(head);
+  }
+  const RecordScope not_recorded(false, is_training());  // gradients are not themselves recorded
+  std::unordered_map<GradNode*, NDArray> gradients{{root.get(), seed}};
+  const std::vector<std::shared_ptr<GradNode>> order = consumers_first(root);
+  for (const std::shared_ptr<GradNode>& owned : order) {
+    GradNode* node = owned.get();
+    auto found = gradients.find(node);
+    if (found == gradients.end()) continue;  // no gradient reached it
+    const NDArray gradient = std::move(found->second);
+    gradients.erase(found);
+    if (is_leaf(*node)) {
+      if (node->req == GradReq::kAdd) {
+        node->grad += gradient;
+      } else {
+        gradient.copyto(node->grad);
+      }
+      continue;
+    }
+    TAGFLOW_CHECK(static_cast<bool>(node->backward),
+                  "backward: the graph through '{}' was freed by an earlier backward; pass "
+                  "retain_graph = true to run backward twice",
+                  node->op);
+    std::vector<NDArray> input_grads = node->backward(gradient);
+    for (std::size_t i = 0; i < node->inputs.size() && i < input_grads.size(); ++i) {
+      GradNode* input = node->inputs[i].get();
+      if (input == nullptr || !input_grads[i].defined()) continue;
+      auto [slot, fresh] = gradients.try_emplace(input, input_grads[i]);
+      if (!fresh) slot->second = slot->second + input_grads[i];
+    }
+  }
+  if (!retain_graph) {
+    for (const std::shared_ptr<GradNode>& node : order) {
+      if (!is_leaf(*node)) {
+        node->backward = nullptr;  // releases the arrays it kept
+        node->inputs.clear();
+      }
+    }
+  }
+}
+
+}  // namespace autograd
+
+// --- NDArray members -----------------------------------------------------------
+
+void NDArray::attach_grad(GradReq req) {
+  check_defined("attach_grad");
+  if (req == GradReq::kNull) {
+    grad_node_ = nullptr;
+    return;
+  }
+  auto node = std::make_shared<detail::GradNode>();
+  node->grad = zeros(shape_, dtype_, context());
+  node->req = req;
+  grad_node_ = std::move(node);
+}
+
+NDArray NDArray::grad() const {
+  check_defined("grad");
+  TAGFLOW_CHECK(grad_node_ != nullptr && grad_node_->req != GradReq::kNull,
+                "grad: the array has no gradient buffer; call attach_grad() first");
+  return grad_node_->grad;
+}
+
+void NDArray::backward() const { autograd::backward(*this); }
+
+void NDArray::backward(const NDArray& head_grad, bool retain_graph) const {
+  autograd::backward(*this, head_grad, retain_graph);
+}
+
+NDArray NDArray::detach() const {
+  NDArray copy = *this;
+  copy.grad_node_ = nullptr;
+  return copy;
+}
+
+// --- recording -------------------------------------------------------------------
+
+namespace detail {
+
+bool recording() { return mode.recording; }
+
+bool any_needs_grad(std::initializer_list<const NDArray*> inputs) {
+  for (const NDArray* in : inputs) {
+    if (in->grad_node() != nullptr) return true;
+  }
+  return false;
+}
+
+void record_node(const char* op, NDArray& out, std::vector<std::shared_ptr<GradNode>> inputs,
+                 BackwardFunction backward) {
+  for (const auto& input : inputs) {
+    TAGFLOW_CHECK(input == nullptr || input != out.grad_node(),
+                  "{}: an in-place operator cannot be recorded on an array that needs a "
+                  "gradient; write `a = a + b` instead of `a += b` inside autograd::record()",
+                  op);
+  }
+  auto node = std::make_shared<GradNode>();
+  node->op = op;
+  node->inputs = std::move(inputs);
+  node->backward = std::move(backward);
+  out.set_grad_node(std::move(node));
+}
+
+NDArray sum_to(const NDArray& grad, const Shape& shape) {
+  if (grad.shape() == shape) return grad;
+  const int extra = grad.ndim() - shape.ndim();
+  std::vector<int> axes;
+  for (int axis = 0; axis < grad.ndim(); ++axis) {
+    if (axis < extra || (shape[axis - extra] == 1 && grad.shape()[axis] != 1)) {
+      axes.push_back(axis);
+    }
+  }
+  NDArray summed = axes.empty() ? grad : sum(grad, std::span<const int>(axes), true);
+  return summed.reshape(shape);
+}
+
+}  // namespace detail
+}  // namespace tagflow
