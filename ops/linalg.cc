@@ -2,9 +2,11 @@
 
 #include <vector>
 
+#include "tagflow/ops/autograd.h"
 #include "tagflow/ops/kernels/gemm_kernels.h"
 #include "tagflow/ops/kernels/launch.h"
 #include "tagflow/ops/operator_checks.h"
+#include "tagflow/ops/transpose.h"
 
 // Note [The CPU BLAS]
 // Products on CPU devices (and simulated GPUs) call OpenBLAS, Debian's
@@ -75,6 +77,41 @@ void check_operands(const char* name, const NDArray& a, const NDArray& b) {
   detail::check_float32(name, b, 2);
 }
 
+/// d op(A)·op(B) for 2-D (or batched 3-D) operands: the gradients of A
+/// and B, by the same product with the operands and flags rearranged.
+template <typename Product>
+std::vector<NDArray> product_grads(Product product, const NDArray& a, const NDArray& b,
+                                   const NDArray& dc, bool ta, bool tb) {
+  if (!ta && !tb) return {product(dc, b, false, true), product(a, dc, true, false)};
+  if (!ta && tb) return {product(dc, b, false, false), product(dc, a, true, false)};
+  if (ta && !tb) return {product(b, dc, false, true), product(a, dc, false, false)};
+  return {product(b, dc, true, true), product(dc, a, true, true)};
+}
+
+/// Records a product whose operands, viewed as `a2` and `b2` (vectors as
+/// rows or columns), gave `out` viewed as (m, n) (or batches of them).
+void record_product(const char* name, const NDArray& a, const NDArray& b, const Shape& a2,
+                    const Shape& b2, const Shape& out2, bool ta, bool tb, bool batched,
+                    NDArray& out) {
+  detail::record(name, out, {&a, &b}, [&] {
+    return [a = a.detach(), b = b.detach(), a2, b2, out2, ta, tb, batched](const NDArray& dy) {
+      std::vector<NDArray> grads =
+          batched
+              ? product_grads(&batch_dot, a.reshape(a2), b.reshape(b2), dy.reshape(out2), ta, tb)
+              : product_grads(&dot, a.reshape(a2), b.reshape(b2), dy.reshape(out2), ta, tb);
+      return std::vector<NDArray>{grads[0].reshape(a.shape()), grads[1].reshape(b.shape())};
+    };
+  });
+}
+
+/// `x` with its last two axes swapped (a copy).
+NDArray swap_last_axes(const NDArray& x) {
+  std::vector<int> axes(static_cast<std::size_t>(x.ndim()));
+  for (int i = 0; i < x.ndim(); ++i) axes[static_cast<std::size_t>(i)] = i;
+  std::swap(axes[axes.size() - 1], axes[axes.size() - 2]);
+  return transpose(x, axes);
+}
+
 }  // namespace
 
 NDArray dot(const NDArray& a, const NDArray& b, bool transpose_a, bool transpose_b) {
@@ -94,7 +131,10 @@ NDArray dot(const NDArray& a, const NDArray& b, bool transpose_a, bool transpose
   if (a.ndim() == 2) out.push_back(ta ? a2[1] : a2[0]);
   if (b.ndim() == 2) out.push_back(tb ? b2[0] : b2[1]);
   if (out.ndim() == 0) out.push_back(1);
-  return product(kName, a, a2, b, b2, ta, tb, out);
+  NDArray c = product(kName, a, a2, b, b2, ta, tb, out);
+  const Shape c2{ta ? a2[1] : a2[0], tb ? b2[0] : b2[1]};
+  record_product(kName, a, b, a2, b2, c2, ta, tb, false, c);
+  return c;
 }
 
 NDArray batch_dot(const NDArray& a, const NDArray& b, bool transpose_a, bool transpose_b) {
@@ -105,8 +145,10 @@ NDArray batch_dot(const NDArray& a, const NDArray& b, bool transpose_a, bool tra
                 a.shape().str(), b.shape().str());
   const std::int64_t m = transpose_a ? a.shape()[2] : a.shape()[1];
   const std::int64_t n = transpose_b ? b.shape()[1] : b.shape()[2];
-  return product(kName, a, a.shape(), b, b.shape(), transpose_a, transpose_b,
-                 Shape{a.shape()[0], m, n});
+  NDArray c = product(kName, a, a.shape(), b, b.shape(), transpose_a, transpose_b,
+                      Shape{a.shape()[0], m, n});
+  record_product(kName, a, b, a.shape(), b.shape(), c.shape(), transpose_a, transpose_b, true, c);
+  return c;
 }
 
 NDArray matmul(const NDArray& a, const NDArray& b) {
@@ -123,7 +165,22 @@ NDArray matmul(const NDArray& a, const NDArray& b) {
   if (a.ndim() > 1) out.push_back(a3[a3.ndim() - 2]);
   if (b.ndim() > 1) out.push_back(b3[b3.ndim() - 1]);
   if (out.ndim() == 0) out.push_back(1);
-  return product(kName, a, a3, b, b3, false, false, out);
+  NDArray c = product(kName, a, a3, b, b3, false, false, out);
+  detail::record(kName, c, {&a, &b}, [&] {
+    // Shapes as matrices (vectors as a row or a column) and the output with
+    // both matrix axes; the gradients are summed over broadcast batches.
+    Shape c3 = broadcast_shapes(batch_shape(a3), batch_shape(b3), kName);
+    c3.push_back(a3[a3.ndim() - 2]);
+    c3.push_back(b3[b3.ndim() - 1]);
+    return [a = a.detach(), b = b.detach(), a3, b3, c3](const NDArray& dy) {
+      const NDArray dc = dy.reshape(c3);
+      const NDArray da = matmul(dc, swap_last_axes(b.reshape(b3)));
+      const NDArray db = matmul(swap_last_axes(a.reshape(a3)), dc);
+      return std::vector<NDArray>{detail::sum_to(da, a3).reshape(a.shape()),
+                                  detail::sum_to(db, b3).reshape(b.shape())};
+    };
+  });
+  return c;
 }
 
 }  // namespace tagflow

@@ -7,6 +7,8 @@
 #include <fmt/ranges.h>
 
 #include "tagflow/engine/engine.h"
+#include "tagflow/ops/autograd.h"
+#include "tagflow/ops/creation.h"
 #include "tagflow/ops/elementwise.h"
 #include "tagflow/ops/format.h"
 #include "tagflow/ops/kernels/copy.h"
@@ -125,6 +127,11 @@ NDArray NDArray::copyto(Context ctx) const {
   check_defined("copyto");
   NDArray dst(shape_, dtype_, ctx);
   copyto(dst);
+  detail::record("copyto", dst, {this}, [&] {
+    return [from = context()](const NDArray& dy) {
+      return std::vector<NDArray>{dy.copyto(from)};  // back to the source's device
+    };
+  });
   return dst;
 }
 
@@ -153,7 +160,19 @@ NDArray NDArray::as_in_context(Context ctx) const {
 // --- views ----------------------------------------------------------------------
 
 NDArray NDArray::view(Shape shape, std::int64_t offset) const {
-  return NDArray(chunk_, shape, dtype_, offset);
+  NDArray out(chunk_, shape, dtype_, offset);
+  detail::record("view", out, {this}, [&] {
+    // A view of every element passes the gradient back reshaped; a view of
+    // some rows scatters it into zeros at the rows' place.
+    const bool whole = offset == offset_ && shape.size() == size();
+    return [full = shape_, start = offset - offset_, whole, dtype = dtype_](const NDArray& dy) {
+      if (whole) return std::vector<NDArray>{dy.reshape(full)};
+      NDArray dx = zeros(full, dtype, dy.context());
+      dy.copyto(NDArray(dx.chunk_, dy.shape(), dtype, start));
+      return std::vector<NDArray>{dx};
+    };
+  });
+  return out;
 }
 
 NDArray NDArray::reshape(std::initializer_list<std::int64_t> dims) const {

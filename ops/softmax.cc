@@ -1,8 +1,11 @@
 #include "tagflow/ops/softmax.h"
 
+#include "tagflow/ops/autograd.h"
+#include "tagflow/ops/elementwise.h"
 #include "tagflow/ops/kernels/launch.h"
 #include "tagflow/ops/kernels/reduce_kernels.h"
 #include "tagflow/ops/operator_checks.h"
+#include "tagflow/ops/reduce.h"
 
 namespace tagflow {
 
@@ -27,6 +30,14 @@ NDArray push_softmax(const char* name, bool log_output, const NDArray& x, int ax
     detail::run_kernel(
         rc, [=] { detail::cpu_kernels::softmax(log_output, in, po, shape); },
         [=](void* stream) { detail::gpu_kernels::softmax(log_output, in, po, shape, stream); });
+  });
+  detail::record(name, out, {&x}, [&] {
+    return [log_output, normalized, y = out.detach()](const NDArray& dy) {
+      // softmax: y (dy - sum(dy y)); log_softmax: dy - exp(y) sum(dy), along the axis.
+      const NDArray dx = log_output ? dy - exp(y) * sum(dy, normalized, true)
+                                    : y * (dy - sum(dy * y, normalized, true));
+      return std::vector<NDArray>{dx};
+    };
   });
   return out;
 }

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "tagflow/ops/autograd.h"
 #include "tagflow/ops/kernels/launch.h"
 #include "tagflow/ops/kernels/transpose_kernels.h"
 #include "tagflow/ops/operator_checks.h"
@@ -53,6 +54,13 @@ NDArray transpose(const NDArray& x, std::span<const int> axes) {
     detail::run_kernel(
         rc, [=] { detail::cpu_kernels::transpose(dtype, source, target, plan); },
         [=](void* stream) { detail::gpu_kernels::transpose(dtype, source, target, plan, stream); });
+  });
+  detail::record(kName, y, {&x}, [&] {
+    std::vector<int> inverse(axes.size());
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+      inverse[static_cast<std::size_t>(in.normalize_axis(axes[i], kName))] = static_cast<int>(i);
+    }
+    return [inverse](const NDArray& dy) { return std::vector<NDArray>{transpose(dy, inverse)}; };
   });
   return y;
 }

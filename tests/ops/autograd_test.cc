@@ -3,6 +3,7 @@
 // and a simulated GPU; and the recording rules (scopes, accumulation,
 // freed graphs, in-place refusal).
 
+#include <array>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -215,6 +216,199 @@ TEST(AutogradTest, ScalarClipAndWhereGradients) {
          for (std::size_t i = 0; i < y.size(); ++i)
            y[i] = x[0][i] > 0 ? x[0][i] * x[1][i] : x[1][i];
          return y;
+       }},
+  };
+  for (const GradCase& c : cases) {
+    for (Context ctx : grad_devices()) check_gradients(c, ctx);
+  }
+}
+
+/// C = op(A)·op(B), row-major, batched over `batch` leading matrices.
+Values product_reference(const Values& a, const Values& b, std::int64_t batch, std::int64_t m,
+                         std::int64_t n, std::int64_t k, bool ta, bool tb) {
+  Values c(static_cast<std::size_t>(batch * m * n), 0.0);
+  for (std::int64_t q = 0; q < batch; ++q) {
+    for (std::int64_t i = 0; i < m; ++i) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        double total = 0;
+        for (std::int64_t p = 0; p < k; ++p) {
+          total += a[static_cast<std::size_t>(q * m * k + (ta ? p * m + i : i * k + p))] *
+                   b[static_cast<std::size_t>(q * k * n + (tb ? j * k + p : p * n + j))];
+        }
+        c[static_cast<std::size_t>(q * m * n + i * n + j)] = total;
+      }
+    }
+  }
+  return c;
+}
+
+TEST(AutogradTest, MatrixProductGradients) {
+  std::vector<GradCase> cases;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      const std::int64_t m = 3, n = 4, k = 5;
+      cases.push_back(
+          {fmt::format("dot ta={} tb={}", ta, tb),
+           {ta ? Shape{k, m} : Shape{m, k}, tb ? Shape{n, k} : Shape{k, n}},
+           [ta, tb](const auto& in) { return dot(in[0], in[1], ta, tb); },
+           [=](const auto& x) { return product_reference(x[0], x[1], 1, m, n, k, ta, tb); }});
+      cases.push_back(
+          {fmt::format("batch_dot ta={} tb={}", ta, tb),
+           {ta ? Shape{2, k, m} : Shape{2, m, k}, tb ? Shape{2, n, k} : Shape{2, k, n}},
+           [ta, tb](const auto& in) { return batch_dot(in[0], in[1], ta, tb); },
+           [=](const auto& x) { return product_reference(x[0], x[1], 2, m, n, k, ta, tb); }});
+    }
+  }
+  cases.push_back(
+      {"dot (matrix, vector)",
+       {{3, 5}, {5}},
+       [](const auto& in) { return dot(in[0], in[1]); },
+       [](const auto& x) { return product_reference(x[0], x[1], 1, 3, 1, 5, false, false); }});
+  cases.push_back({"matmul (2,3,4) (4,2): the right side broadcast over the batch",
+                   {{2, 3, 4}, {4, 2}},
+                   [](const auto& in) { return matmul(in[0], in[1]); },
+                   [](const auto& x) {
+                     Values b2(x[1]);
+                     b2.insert(b2.end(), x[1].begin(), x[1].end());  // the same matrix twice
+                     return product_reference(x[0], b2, 2, 3, 2, 4, false, false);
+                   }});
+  for (const GradCase& c : cases) {
+    for (Context ctx : grad_devices()) check_gradients(c, ctx);
+  }
+}
+
+TEST(AutogradTest, TransposeViewsSoftmaxAndCopiesPassGradients) {
+  std::vector<GradCase> cases;
+  cases.push_back({"transpose (2,3,4) -> (4,2,3)",
+                   {{2, 3, 4}},
+                   [](const auto& in) {
+                     return transpose(in[0], {2, 0, 1});
+                   },
+                   [](const auto& x) {
+                     Values y(24);
+                     for (int i = 0; i < 2; ++i)
+                       for (int j = 0; j < 3; ++j)
+                         for (int l = 0; l < 4; ++l)
+                           y[static_cast<std::size_t>(l * 6 + i * 3 + j)] =
+                               x[0][static_cast<std::size_t>(i * 12 + j * 4 + l)];
+                     return y;
+                   }});
+  cases.push_back({"slice, row and reshape views",
+                   {{4, 3}},
+                   [](const auto& in) {
+                     return in[0].slice(1, 3).reshape({-1}) *
+                            in[0][3].reshape({1, 3}).reshape({-1}).expand_dims(0).squeeze(0)[0];
+                   },
+                   [](const auto& x) {
+                     Values y(6);
+                     for (int i = 0; i < 6; ++i)
+                       y[static_cast<std::size_t>(i)] =
+                           x[0][static_cast<std::size_t>(3 + i)] * x[0][9];
+                     return y;
+                   }});
+  for (bool log_output : {false, true}) {
+    for (int axis : {0, 1}) {
+      cases.push_back({fmt::format("{} axis {}", log_output ? "log_softmax" : "softmax", axis),
+                       {{3, 4}},
+                       [=](const auto& in) {
+                         return log_output ? log_softmax(in[0], axis) : softmax(in[0], axis);
+                       },
+                       [=](const auto& x) {
+                         Values y(12);
+                         for (int o = 0; o < (axis == 0 ? 4 : 3); ++o) {
+                           auto at = [&](int e) {
+                             return static_cast<std::size_t>(axis == 0 ? e * 4 + o : o * 4 + e);
+                           };
+                           const int extent = axis == 0 ? 3 : 4;
+                           double top = -1e300, total = 0;
+                           for (int e = 0; e < extent; ++e) top = std::max(top, x[0][at(e)]);
+                           for (int e = 0; e < extent; ++e) total += std::exp(x[0][at(e)] - top);
+                           for (int e = 0; e < extent; ++e) {
+                             y[at(e)] = log_output ? x[0][at(e)] - top - std::log(total)
+                                                   : std::exp(x[0][at(e)] - top) / total;
+                           }
+                         }
+                         return y;
+                       }});
+    }
+  }
+  cases.push_back(
+      {"copyto another device and back",
+       {{5}},
+       [](const auto& in) { return square(in[0].copyto(gpu(1))).copyto(in[0].context()); },
+       [](const auto& x) { return map1(x[0], [](double v) { return v * v; }); }});
+  for (const GradCase& c : cases) {
+    for (Context ctx : grad_devices()) check_gradients(c, ctx);
+  }
+}
+
+/// Reduces a (2,3,4) array over the flagged axes with `f` (init, combine).
+Values reduce_reference(const Values& x, std::array<bool, 3> reduced, double init,
+                        const std::function<double(double, double)>& combine, bool mean,
+                        bool root) {
+  const int dims[3] = {2, 3, 4};
+  int out_dims[3];
+  for (int d = 0; d < 3; ++d) out_dims[d] = reduced[static_cast<std::size_t>(d)] ? 1 : dims[d];
+  Values y(static_cast<std::size_t>(out_dims[0] * out_dims[1] * out_dims[2]), init);
+  std::vector<int> counts(y.size(), 0);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int l = 0; l < 4; ++l) {
+        const int oi = reduced[0] ? 0 : i, oj = reduced[1] ? 0 : j, ol = reduced[2] ? 0 : l;
+        const auto o = static_cast<std::size_t>((oi * out_dims[1] + oj) * out_dims[2] + ol);
+        y[o] = combine(y[o], x[static_cast<std::size_t>(i * 12 + j * 4 + l)]);
+        ++counts[o];
+      }
+  for (std::size_t o = 0; o < y.size(); ++o) {
+    if (mean) y[o] /= counts[o];
+    if (root) y[o] = std::sqrt(y[o]);
+  }
+  return y;
+}
+
+TEST(AutogradTest, ReductionGradients) {
+  auto plus = [](double a, double b) { return a + b; };
+  auto squares = [](double a, double b) { return a + b * b; };
+  auto bigger = [](double a, double b) { return std::max(a, b); };
+  auto smaller = [](double a, double b) { return std::min(a, b); };
+  const std::vector<GradCase> cases = {
+      {"sum over 1",
+       {{2, 3, 4}},
+       [](const auto& in) { return sum(in[0], 1); },
+       [=](const auto& x) {
+         return reduce_reference(x[0], {false, true, false}, 0, plus, false, false);
+       }},
+      {"sum over all",
+       {{2, 3, 4}},
+       [](const auto& in) { return sum(in[0]); },
+       [=](const auto& x) {
+         return reduce_reference(x[0], {true, true, true}, 0, plus, false, false);
+       }},
+      {"mean over 0 and 2, kept",
+       {{2, 3, 4}},
+       [](const auto& in) {
+         return mean(in[0], {0, 2}, true);
+       },
+       [=](const auto& x) {
+         return reduce_reference(x[0], {true, false, true}, 0, plus, true, false);
+       }},
+      {"max over 2",
+       {{2, 3, 4}},
+       [](const auto& in) { return max(in[0], 2); },
+       [=](const auto& x) {
+         return reduce_reference(x[0], {false, false, true}, -1e300, bigger, false, false);
+       }},
+      {"min over 0",
+       {{2, 3, 4}},
+       [](const auto& in) { return min(in[0], 0); },
+       [=](const auto& x) {
+         return reduce_reference(x[0], {true, false, false}, 1e300, smaller, false, false);
+       }},
+      {"norm over 1",
+       {{2, 3, 4}},
+       [](const auto& in) { return norm(in[0], -2); },
+       [=](const auto& x) {
+         return reduce_reference(x[0], {false, true, false}, 0, squares, false, true);
        }},
   };
   for (const GradCase& c : cases) {
