@@ -6,6 +6,7 @@
 #include "tagflow/ops/kernels/elementwise_kernels.h"
 #include "tagflow/ops/kernels/gemm_kernels.h"
 #include "tagflow/ops/kernels/join_kernels.h"
+#include "tagflow/ops/kernels/optimizer_kernels.h"
 #include "tagflow/ops/kernels/random_kernels.h"
 #include "tagflow/ops/kernels/reduce_kernels.h"
 #include "tagflow/ops/kernels/transpose_kernels.h"
@@ -53,6 +54,11 @@ void reduce(ReduceOp, DType, const void*, void*, const ReducePlan&, void*) {
   unavailable("reduce");
 }
 void softmax(bool, const float*, float*, SoftmaxShape, void*) { unavailable("softmax"); }
+
+void sgd(const SgdStep&, float*, const float*, float*, std::int64_t, void*) { unavailable("sgd"); }
+void adam(const AdamStep&, float*, const float*, float*, float*, std::int64_t, void*) {
+  unavailable("adam");
+}
 
 void transpose(DType, const void*, void*, const TransposePlan&, void*) { unavailable("transpose"); }
 

@@ -1,0 +1,57 @@
+#include "tagflow/nn/basic_layers.h"
+
+#include "tagflow/ops/elementwise.h"
+#include "tagflow/ops/linalg.h"
+
+namespace tagflow::nn {
+
+NDArray activate(const NDArray& x, const std::string& activation) {
+  if (activation.empty()) return x;
+  if (activation == "relu") return relu(x);
+  if (activation == "sigmoid") return sigmoid(x);
+  if (activation == "tanh") return tanh(x);
+  detail::throw_error("activation: unknown activation \"{}\"; expected relu, sigmoid, tanh or \"\"",
+                      activation);
+}
+
+Dense::Dense(int units, std::string activation, int in_units, bool use_bias,
+             init::InitializerPtr weight_init, init::InitializerPtr bias_init)
+    : Block("dense"), units_(units), activation_(std::move(activation)) {
+  TAGFLOW_CHECK(units > 0 && in_units >= 0,
+                "Dense: expected units > 0 and in_units >= 0 (0: inferred), got {} and {}", units,
+                in_units);
+  TAGFLOW_CHECK(activation_.empty() || activation_ == "relu" || activation_ == "sigmoid" ||
+                    activation_ == "tanh",
+                "Dense: unknown activation \"{}\"; expected relu, sigmoid, tanh or \"\"",
+                activation_);
+  weight_ = register_parameter("weight", Shape{units, in_units}, std::move(weight_init));
+  if (use_bias) bias_ = register_parameter("bias", Shape{units}, std::move(bias_init));
+}
+
+NDArray Dense::forward(const NDArray& x) {
+  TAGFLOW_CHECK(x.defined() && x.ndim() >= 1, "{}: expected an input with a batch axis", name());
+  const std::int64_t batch = x.shape()[0];
+  const std::int64_t features = batch == 0 ? 0 : x.size() / batch;
+  if (weight_->shape()[1] == 0) weight_->infer_shape(Shape{units_, features});
+  TAGFLOW_CHECK(weight_->shape()[1] == features,
+                "{}: expected {} input features, got {} (input shape ({}))", name(),
+                weight_->shape()[1], features, x.shape().str());
+  const Context ctx = x.context();
+  NDArray y = dot(x.reshape({batch, features}), weight_->data(ctx), false, true);
+  if (bias_ != nullptr) y = y + bias_->data(ctx);
+  return activate(y, activation_);
+}
+
+Activation::Activation(std::string activation)
+    : Block("activation"), activation_(std::move(activation)) {
+  TAGFLOW_CHECK(activation_ == "relu" || activation_ == "sigmoid" || activation_ == "tanh",
+                "Activation: unknown activation \"{}\"; expected relu, sigmoid or tanh",
+                activation_);
+}
+
+NDArray Flatten::forward(const NDArray& x) {
+  TAGFLOW_CHECK(x.defined() && x.ndim() >= 1, "{}: expected an input with a batch axis", name());
+  return x.reshape({x.shape()[0], -1});
+}
+
+}  // namespace tagflow::nn

@@ -1,0 +1,173 @@
+#include "tagflow/nn/parameter.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "tagflow/ops/creation.h"
+#include "tagflow/storage/storage.h"
+
+namespace tagflow {
+
+namespace {
+
+bool shape_known(const Shape& s) {
+  for (std::int64_t d : s.dims()) {
+    if (d == 0) return false;
+  }
+  return true;
+}
+
+std::string contexts_text(const std::vector<Context>& contexts) {
+  std::vector<std::string> names;
+  for (Context c : contexts) names.push_back(c.str());
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+}  // namespace
+
+Parameter::Parameter(std::string name, Shape shape, init::InitializerPtr init, GradReq grad_req)
+    : name_(std::move(name)), shape_(shape), init_(std::move(init)), grad_req_(grad_req) {}
+
+void Parameter::initialize(const init::InitializerPtr& default_init,
+                           const std::vector<Context>& contexts, bool force_reinit) {
+  TAGFLOW_CHECK(!contexts.empty(), "initialize: parameter '{}': expected at least one device",
+                name_);
+  for (Context c : contexts) check_device(c);
+  if (initialized() || deferred_init_) {
+    TAGFLOW_CHECK(force_reinit,
+                  "initialize: parameter '{}' is already initialized on {}; pass force_reinit "
+                  "to draw new values",
+                  name_, contexts_text(initialized() ? contexts_ : deferred_contexts_));
+  }
+  const init::InitializerPtr chosen = init_ != nullptr ? init_ : default_init;
+  TAGFLOW_CHECK(chosen != nullptr, "initialize: parameter '{}' has no initializer", name_);
+  if (!shape_known(shape_)) {  // wait for the first forward call to give the shape
+    data_.clear();
+    contexts_.clear();
+    deferred_init_ = chosen;
+    deferred_contexts_ = contexts;
+    return;
+  }
+  allocate(chosen, contexts);
+}
+
+void Parameter::allocate(const init::InitializerPtr& init, const std::vector<Context>& contexts) {
+  // Drawn once and copied, so that every device starts from the same values.
+  NDArray first = empty(shape_, DType::kFloat32, contexts[0]);
+  init->fill(first);
+  data_.clear();
+  contexts_ = contexts;
+  for (Context c : contexts) {
+    NDArray copy = c == contexts[0] ? first : first.copyto(c);
+    copy.attach_grad(grad_req_);
+    data_.push_back(copy);
+  }
+  deferred_init_ = nullptr;
+  deferred_contexts_.clear();
+}
+
+void Parameter::infer_shape(const Shape& shape) {
+  TAGFLOW_CHECK(shape.ndim() == shape_.ndim(),
+                "parameter '{}': declared with shape ({}), inferred ({})", name_, shape_.str(),
+                shape.str());
+  for (int axis = 0; axis < shape.ndim(); ++axis) {
+    TAGFLOW_CHECK(shape_[axis] == 0 || shape_[axis] == shape[axis],
+                  "parameter '{}': declared with shape ({}), but the input gives ({})", name_,
+                  shape_.str(), shape.str());
+  }
+  shape_ = shape;
+  if (deferred_init_) allocate(deferred_init_, deferred_contexts_);
+}
+
+std::size_t Parameter::index_of(Context ctx, const char* what) const {
+  TAGFLOW_CHECK(initialized(),
+                "{}: parameter '{}' is not initialized{}: call initialize() (or run a forward "
+                "pass to complete a deferred initialization)",
+                what, name_,
+                deferred_init_ ? " yet (its shape is inferred on the first call)" : "");
+  for (std::size_t i = 0; i < contexts_.size(); ++i) {
+    if (contexts_[i] == ctx) return i;
+  }
+  detail::throw_error("{}: parameter '{}' was not initialized on {}; it lives on {}", what, name_,
+                      ctx.str(), contexts_text(contexts_));
+}
+
+NDArray Parameter::data(Context ctx) const { return data_[index_of(ctx, "data")]; }
+
+NDArray Parameter::data() const {
+  TAGFLOW_CHECK(contexts_.size() <= 1,
+                "data: parameter '{}' lives on several devices ({}): ask for one with data(ctx)",
+                name_, contexts_text(contexts_));
+  return data_[index_of(contexts_.empty() ? cpu() : contexts_[0], "data")];
+}
+
+NDArray Parameter::grad(Context ctx) const { return data_[index_of(ctx, "grad")].grad(); }
+
+std::vector<NDArray> Parameter::list_grad() const {
+  std::vector<NDArray> grads;
+  for (const NDArray& d : data_) grads.push_back(d.grad());
+  return grads;
+}
+
+void Parameter::set_data(const NDArray& value) {
+  TAGFLOW_CHECK(initialized(), "set_data: parameter '{}' is not initialized", name_);
+  TAGFLOW_CHECK(value.shape() == shape_, "set_data: parameter '{}' has shape ({}), the value ({})",
+                name_, shape_.str(), value.shape().str());
+  for (const NDArray& d : data_) value.copyto(d);
+}
+
+void Parameter::reset_ctx(const std::vector<Context>& contexts) {
+  TAGFLOW_CHECK(!contexts.empty(), "reset_ctx: parameter '{}': expected at least one device",
+                name_);
+  if (!initialized()) {
+    if (deferred_init_) deferred_contexts_ = contexts;
+    return;
+  }
+  const NDArray source = data_[0];
+  data_.clear();
+  for (Context c : contexts) {
+    NDArray copy = source.detach().copyto(c);
+    copy.attach_grad(grad_req_);
+    data_.push_back(copy);
+  }
+  contexts_ = contexts;
+}
+
+void Parameter::zero_grad() {
+  for (const NDArray& d : data_) {
+    if (grad_req_ != GradReq::kNull) fill(d.grad(), 0);
+  }
+}
+
+void ParameterDict::add(ParameterPtr parameter) {
+  const std::string& name = parameter->name();
+  TAGFLOW_CHECK(!contains(name), "parameters: the name '{}' is used twice", name);
+  index_[name] = parameters_.size();
+  parameters_.push_back(std::move(parameter));
+}
+
+ParameterPtr ParameterDict::get(const std::string& name) const {
+  auto it = index_.find(name);
+  if (it == index_.end()) {
+    std::vector<std::string> names;
+    for (const auto& p : parameters_) names.push_back(p->name());
+    detail::throw_error("parameters: no parameter '{}'; there are: {}", name,
+                        fmt::join(names, ", "));
+  }
+  return parameters_[it->second];
+}
+
+void ParameterDict::initialize(const init::InitializerPtr& init,
+                               const std::vector<Context>& contexts, bool force_reinit) {
+  for (const auto& p : parameters_) p->initialize(init, contexts, force_reinit);
+}
+
+void ParameterDict::reset_ctx(const std::vector<Context>& contexts) {
+  for (const auto& p : parameters_) p->reset_ctx(contexts);
+}
+
+void ParameterDict::zero_grad() {
+  for (const auto& p : parameters_) p->zero_grad();
+}
+
+}  // namespace tagflow

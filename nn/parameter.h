@@ -1,0 +1,100 @@
+#pragma once
+// Parameter: a named array a block learns, with one copy (and one gradient)
+// per device it is initialised on; ParameterDict: the parameters of a block
+// and its children, in registration order.
+//
+//   auto params = net.collect_params();
+//   params.initialize(init::Xavier(), {gpu(0), gpu(1)});   // identical copies
+//   NDArray w = params.get("dense0_weight")->data(gpu(1));
+//
+// A shape with an extent 0 is unknown until the first forward call infers it
+// (Dense without in_units): initialization is then deferred until that call.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tagflow/nn/initializer.h"
+#include "tagflow/ops/ndarray.h"
+
+namespace tagflow {
+
+class Parameter {
+ public:
+  /// `init` null: the initializer given to initialize() is used.
+  Parameter(std::string name, Shape shape, init::InitializerPtr init = nullptr,
+            GradReq grad_req = GradReq::kWrite);
+
+  const std::string& name() const { return name_; }
+  const Shape& shape() const { return shape_; }
+  GradReq grad_req() const { return grad_req_; }
+  /// True once values exist on at least one device.
+  bool initialized() const { return !data_.empty(); }
+
+  /// Allocates the parameter on every device of `contexts` and fills it (the
+  /// same values everywhere); deferred while the shape is unknown. Throws if
+  /// already initialized, unless `force_reinit`.
+  void initialize(const init::InitializerPtr& default_init, const std::vector<Context>& contexts,
+                  bool force_reinit = false);
+  /// Fills in the unknown extents (0 in the declared shape) and completes a
+  /// deferred initialization. Throws when a known extent differs.
+  void infer_shape(const Shape& shape);
+
+  /// The copy on `ctx` (records gradients when autograd records).
+  NDArray data(Context ctx) const;
+  /// The copy on the only device (throws when there are several).
+  NDArray data() const;
+  /// The gradient of the copy on `ctx`.
+  NDArray grad(Context ctx) const;
+  std::vector<Context> list_ctx() const { return contexts_; }
+  const std::vector<NDArray>& list_data() const { return data_; }
+  std::vector<NDArray> list_grad() const;
+
+  /// Copies `value` (same shape) into every device's copy.
+  void set_data(const NDArray& value);
+  /// Moves the parameter to `contexts` (values kept, gradients reset).
+  void reset_ctx(const std::vector<Context>& contexts);
+  /// Sets every gradient to 0 (for GradReq::kAdd).
+  void zero_grad();
+
+ private:
+  std::size_t index_of(Context ctx, const char* what) const;
+  void allocate(const init::InitializerPtr& init, const std::vector<Context>& contexts);
+
+  std::string name_;
+  Shape shape_;
+  init::InitializerPtr init_;
+  GradReq grad_req_;
+  std::vector<Context> contexts_;
+  std::vector<NDArray> data_;  ///< one per context, each with attach_grad(grad_req_)
+  /// Set while the initialization waits for the shape.
+  init::InitializerPtr deferred_init_;
+  std::vector<Context> deferred_contexts_;
+};
+
+using ParameterPtr = std::shared_ptr<Parameter>;
+
+/// Parameters by name, in the order they were added.
+class ParameterDict {
+ public:
+  void add(ParameterPtr parameter);
+  /// The parameter called `name`; throws naming the ones there are.
+  ParameterPtr get(const std::string& name) const;
+  bool contains(const std::string& name) const { return index_.count(name) != 0; }
+  std::size_t size() const { return parameters_.size(); }
+  auto begin() const { return parameters_.begin(); }
+  auto end() const { return parameters_.end(); }
+
+  void initialize(const init::InitializerPtr& init, const std::vector<Context>& contexts,
+                  bool force_reinit = false);
+  void reset_ctx(const std::vector<Context>& contexts);
+  void zero_grad();
+
+ private:
+  std::vector<ParameterPtr> parameters_;
+  std::map<std::string, std::size_t> index_;
+};
+
+}  // namespace tagflow

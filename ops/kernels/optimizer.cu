@@ -1,0 +1,48 @@
+// The CUDA optimiser updates: grid-stride loops over the shared step bodies.
+
+#include <cuda_runtime.h>
+
+#include "tagflow/ops/kernels/cuda_check.h"
+#include "tagflow/ops/kernels/optimizer_kernels.h"
+
+namespace tagflow::detail::gpu_kernels {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+__global__ void sgd_kernel(SgdStep step, float* w, const float* g, float* m, std::int64_t n) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    step(w[i], g[i], step.has_momentum ? m + i : nullptr);
+  }
+}
+
+__global__ void adam_kernel(AdamStep step, float* w, const float* g, float* m, float* v,
+                            std::int64_t n) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    step(w[i], g[i], m[i], v[i]);
+  }
+}
+
+}  // namespace
+
+void sgd(const SgdStep& step, float* w, const float* g, float* m, std::int64_t n, void* stream) {
+  if (n == 0) return;
+  sgd_kernel<<<blocks_for(n, kThreads), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(step, w,
+                                                                                          g, m, n);
+  check_launch("sgd update kernel");
+}
+
+void adam(const AdamStep& step, float* w, const float* g, float* m, float* v, std::int64_t n,
+          void* stream) {
+  if (n == 0) return;
+  adam_kernel<<<blocks_for(n, kThreads), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      step, w, g, m, v, n);
+  check_launch("adam update kernel");
+}
+
+}  // namespace tagflow::detail::gpu_kernels

@@ -1,0 +1,53 @@
+#pragma once
+// The fused optimiser updates, written once for the CPU and the CUDA
+// kernels. Internal to ops/.
+
+#include <cmath>
+#include <cstdint>
+
+#include "tagflow/ops/kernels/host_device.h"
+
+namespace tagflow::detail {
+
+struct SgdStep {
+  float learning_rate, momentum, weight_decay, rescale, clip;  // clip <= 0: none
+  bool has_momentum;
+
+  TAGFLOW_HOST_DEVICE TAGFLOW_INLINE void operator()(float& w, float g, float* m) const {
+    g *= rescale;
+    if (clip > 0) g = g > clip ? clip : (g < -clip ? -clip : g);
+    g += weight_decay * w;
+    if (has_momentum) {
+      *m = momentum * *m - learning_rate * g;
+      w += *m;
+    } else {
+      w -= learning_rate * g;
+    }
+  }
+};
+
+struct AdamStep {
+  float learning_rate, beta1, beta2, epsilon, weight_decay, rescale, clip;
+  float step_size;  ///< learning_rate * sqrt(1 - beta2^t) / (1 - beta1^t)
+
+  TAGFLOW_HOST_DEVICE TAGFLOW_INLINE void operator()(float& w, float g, float& m, float& v) const {
+    g *= rescale;
+    if (clip > 0) g = g > clip ? clip : (g < -clip ? -clip : g);
+    g += weight_decay * w;
+    m = beta1 * m + (1 - beta1) * g;
+    v = beta2 * v + (1 - beta2) * g * g;
+    w -= step_size * m / (::sqrtf(v) + epsilon);
+  }
+};
+
+namespace cpu_kernels {
+void sgd(const SgdStep& step, float* w, const float* g, float* m, std::int64_t n);
+void adam(const AdamStep& step, float* w, const float* g, float* m, float* v, std::int64_t n);
+}  // namespace cpu_kernels
+namespace gpu_kernels {
+void sgd(const SgdStep& step, float* w, const float* g, float* m, std::int64_t n, void* stream);
+void adam(const AdamStep& step, float* w, const float* g, float* m, float* v, std::int64_t n,
+          void* stream);
+}  // namespace gpu_kernels
+
+}  // namespace tagflow::detail

@@ -1,0 +1,88 @@
+#include "tagflow/ops/optimizer_update.h"
+
+#include <cmath>
+
+#include "tagflow/ops/kernels/launch.h"
+#include "tagflow/ops/kernels/optimizer_kernels.h"
+#include "tagflow/ops/operator_checks.h"
+
+namespace tagflow {
+
+namespace {
+
+/// Every state like the weight: float32, same shape, same device.
+void check_state(const char* op, const NDArray& weight,
+                 std::initializer_list<const NDArray*> arrays) {
+  int position = 1;
+  for (const NDArray* a : arrays) {
+    ++position;
+    detail::check_defined(op, *a, position);
+    detail::check_float32(op, *a, position);
+    TAGFLOW_CHECK(a->shape() == weight.shape(),
+                  "{}: the {} argument has shape ({}), the weight ({})", op,
+                  detail::ordinal(position), a->shape().str(), weight.shape().str());
+  }
+}
+
+}  // namespace
+
+void sgd_update(const NDArray& weight, const NDArray& grad, const NDArray& momentum_state,
+                const SgdOptions& o) {
+  constexpr const char* kName = "sgd_update";
+  detail::check_defined(kName, weight, 1);
+  detail::check_float32(kName, weight, 1);
+  const bool has_momentum = o.momentum != 0;
+  if (has_momentum) {
+    check_state(kName, weight, {&grad, &momentum_state});
+    detail::check_same_context(kName, {&weight, &grad, &momentum_state});
+  } else {
+    check_state(kName, weight, {&grad});
+    detail::check_same_context(kName, {&weight, &grad});
+  }
+  const detail::SgdStep step{
+      static_cast<float>(o.learning_rate), static_cast<float>(o.momentum),
+      static_cast<float>(o.weight_decay),  static_cast<float>(o.rescale_grad),
+      static_cast<float>(o.clip_gradient), has_momentum};
+  float* w = weight.data<float>();
+  const float* g = grad.data<float>();
+  float* m = has_momentum ? momentum_state.data<float>() : nullptr;
+  const std::int64_t n = weight.size();
+  VarList writes = {weight.var()};
+  if (has_momentum) writes.push_back(momentum_state.var());
+  detail::push_operation(kName, weight.context(), {grad.var()}, writes, [=](const RunContext& rc) {
+    detail::run_kernel(
+        rc, [=] { detail::cpu_kernels::sgd(step, w, g, m, n); },
+        [=](void* stream) { detail::gpu_kernels::sgd(step, w, g, m, n, stream); });
+  });
+}
+
+void adam_update(const NDArray& weight, const NDArray& grad, const NDArray& mean,
+                 const NDArray& variance, const AdamOptions& o, std::int64_t t) {
+  constexpr const char* kName = "adam_update";
+  detail::check_defined(kName, weight, 1);
+  detail::check_float32(kName, weight, 1);
+  check_state(kName, weight, {&grad, &mean, &variance});
+  detail::check_same_context(kName, {&weight, &grad, &mean, &variance});
+  TAGFLOW_CHECK(t >= 1, "adam_update: expected a step count t >= 1, got {}", t);
+  const double correction = std::sqrt(1 - std::pow(o.beta2, static_cast<double>(t))) /
+                            (1 - std::pow(o.beta1, static_cast<double>(t)));
+  const detail::AdamStep step{
+      static_cast<float>(o.learning_rate), static_cast<float>(o.beta1),
+      static_cast<float>(o.beta2),         static_cast<float>(o.epsilon),
+      static_cast<float>(o.weight_decay),  static_cast<float>(o.rescale_grad),
+      static_cast<float>(o.clip_gradient), static_cast<float>(o.learning_rate * correction)};
+  float* w = weight.data<float>();
+  const float* g = grad.data<float>();
+  float* m = mean.data<float>();
+  float* v = variance.data<float>();
+  const std::int64_t n = weight.size();
+  detail::push_operation(
+      kName, weight.context(), {grad.var()}, {weight.var(), mean.var(), variance.var()},
+      [=](const RunContext& rc) {
+        detail::run_kernel(
+            rc, [=] { detail::cpu_kernels::adam(step, w, g, m, v, n); },
+            [=](void* stream) { detail::gpu_kernels::adam(step, w, g, m, v, n, stream); });
+      });
+}
+
+}  // namespace tagflow

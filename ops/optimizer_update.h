@@ -1,0 +1,42 @@
+#pragma once
+// Fused optimiser updates: one engine operation per parameter and device,
+// reading the gradient and writing the weight and the optimiser's state in
+// place (no temporaries). Used by nn::Trainer.
+//
+//   sgd_update(weight, grad, momentum, {.learning_rate = 0.1, .momentum = 0.9});
+
+#include "tagflow/ops/ndarray.h"
+
+namespace tagflow {
+
+struct SgdOptions {
+  double learning_rate = 0.01;
+  double momentum = 0;        ///< 0: plain SGD (the state may be undefined)
+  double weight_decay = 0;    ///< L2 penalty added to the gradient
+  double rescale_grad = 1;    ///< the gradient is multiplied by this first (1 / batch size)
+  double clip_gradient = -1;  ///< when > 0, gradients are clipped to ±clip_gradient
+};
+
+/// g = clip(rescale * grad) + wd * w; with momentum: m = momentum * m - lr * g,
+/// w += m; without: w -= lr * g. `momentum_state` like `weight` (or undefined
+/// without momentum).
+void sgd_update(const NDArray& weight, const NDArray& grad, const NDArray& momentum_state,
+                const SgdOptions& options);
+
+struct AdamOptions {
+  double learning_rate = 0.001;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double epsilon = 1e-8;
+  double weight_decay = 0;
+  double rescale_grad = 1;
+  double clip_gradient = -1;
+};
+
+/// Adam (Kingma & Ba) with bias correction for step `t` (from 1):
+/// m = b1 m + (1-b1) g; v = b2 v + (1-b2) g²;
+/// w -= lr * sqrt(1-b2^t)/(1-b1^t) * m / (sqrt(v) + eps).
+void adam_update(const NDArray& weight, const NDArray& grad, const NDArray& mean,
+                 const NDArray& variance, const AdamOptions& options, std::int64_t t);
+
+}  // namespace tagflow
