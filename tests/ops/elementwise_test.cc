@@ -17,6 +17,8 @@
 namespace tagflow {
 namespace {
 
+using testing::error_of;
+
 using testing::all_devices;
 using testing::expect_close;
 using testing::random_floats;
@@ -241,15 +243,6 @@ TEST(ElementwiseTest, ClipWhereAndAstype) {
     EXPECT_EQ(ints.astype(DType::kUInt8).astype(DType::kFloat32).to_vector<float>(),
               (std::vector<float>{254, 0, 0, 2, 255}));
   }
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(ElementwiseTest, BadInputGetsTypedErrorsAndLeavesTheEngineUsable) {

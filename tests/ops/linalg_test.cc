@@ -12,6 +12,8 @@
 namespace tagflow {
 namespace {
 
+using testing::error_of;
+
 using testing::all_devices;
 using testing::expect_close;
 using testing::random_floats;
@@ -128,15 +130,6 @@ TEST(LinalgTest, AnEmptyInnerDimensionGivesZeros) {
     EXPECT_EQ(dot(empty({0, 4}, DType::kFloat32, ctx), ones({4, 2}, DType::kFloat32, ctx)).shape(),
               (Shape{0, 2}));
   }
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(LinalgTest, BadOperandsAreRejected) {

@@ -21,6 +21,8 @@
 namespace tagflow {
 namespace {
 
+using testing::error_of;
+
 using testing::all_devices;
 using testing::expect_close;
 using testing::random_floats;
@@ -367,15 +369,6 @@ TEST(ReduceTest, EmptyAxes) {
     EXPECT_EQ(max(none, {2}).shape(), Shape({2, 0}));
     EXPECT_EQ(argmax(none, 0).shape(), Shape({0, 3}));
   }
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(ReduceTest, BadInputGetsTypedErrorsAndLeavesTheEngineUsable) {

@@ -17,6 +17,8 @@
 namespace tagflow {
 namespace {
 
+using testing::error_of;
+
 using testing::all_devices;
 using testing::expect_close;
 using testing::random_floats;
@@ -168,15 +170,6 @@ TEST(SoftmaxTest, ViewsAsInputs) {
                  reference(rows12, {2, 8}, 0).log_softmax, kLogRel, kLogAbs,
                  "slice view on " + ctx.str());
   }
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(SoftmaxTest, BadInputGetsTypedErrorsAndLeavesTheEngineUsable) {

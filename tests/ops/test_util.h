@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -53,6 +54,16 @@ inline void expect_close(const std::vector<float>& actual, const std::vector<dou
       ADD_FAILURE() << what << ": element " << i << " is " << a << ", expected " << e;
     }
   }
+}
+
+/// The message of the tagflow::Error `f` throws, or "(no error)".
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 }  // namespace tagflow::testing
