@@ -1,6 +1,7 @@
 #include "tagflow/ops/kernels/cuda_check.h"
 
 #include <cublas_v2.h>
+#include <cudnn.h>
 
 #include "tagflow/engine/error.h"
 
@@ -14,6 +15,11 @@ void throw_cuda_error(cudaError_t status, const char* what) {
 void throw_cublas_error(int status, const char* what) {
   throw_error<DeviceError>("{}: {} (cuBLAS status {})", what,
                            cublasGetStatusString(static_cast<cublasStatus_t>(status)), status);
+}
+
+void throw_cudnn_error(int status, const char* what) {
+  throw_error<DeviceError>("{}: {} (cuDNN status {})", what,
+                           cudnnGetErrorString(static_cast<cudnnStatus_t>(status)), status);
 }
 
 void throw_dimension_too_large(const char* what, std::int64_t value) {

@@ -21,6 +21,9 @@ inline void check_cuda(cudaError_t status, const char* what) {
 /// Throws DeviceError for a failed cuBLAS call (status as an int, so that
 /// this header needs no cuBLAS include).
 [[noreturn]] void throw_cublas_error(int status, const char* what);
+/// Throws DeviceError for a failed cuDNN call (status as an int, so that
+/// this header needs no cuDNN include).
+[[noreturn]] void throw_cudnn_error(int status, const char* what);
 /// Throws DeviceError: a dimension too large for a 32-bit library argument.
 [[noreturn]] void throw_dimension_too_large(const char* what, std::int64_t value);
 
@@ -28,6 +31,12 @@ template <typename Status>
 inline void check_cublas(Status status, const char* what) {
   if (static_cast<int>(status) != 0) [[unlikely]]
     throw_cublas_error(static_cast<int>(status), what);
+}
+
+template <typename Status>
+inline void check_cudnn(Status status, const char* what) {
+  if (static_cast<int>(status) != 0) [[unlikely]]
+    throw_cudnn_error(static_cast<int>(status), what);
 }
 
 /// After a kernel launch: a bad configuration shows here, at once.

@@ -3,10 +3,12 @@
 // run the CPU kernels), so reaching one of these is a bug.
 
 #include "tagflow/engine/error.h"
+#include "tagflow/ops/kernels/conv_kernels.h"
 #include "tagflow/ops/kernels/elementwise_kernels.h"
 #include "tagflow/ops/kernels/gemm_kernels.h"
 #include "tagflow/ops/kernels/join_kernels.h"
 #include "tagflow/ops/kernels/optimizer_kernels.h"
+#include "tagflow/ops/kernels/pool_kernels.h"
 #include "tagflow/ops/kernels/random_kernels.h"
 #include "tagflow/ops/kernels/reduce_kernels.h"
 #include "tagflow/ops/kernels/transpose_kernels.h"
@@ -61,5 +63,27 @@ void adam(const AdamStep&, float*, const float*, float*, float*, std::int64_t, v
 }
 
 void transpose(DType, const void*, void*, const TransposePlan&, void*) { unavailable("transpose"); }
+
+// conv_kernels.h, pool_kernels.h
+void conv2d_forward(const ConvGeometry&, const float*, const float*, const float*, float*,
+                    GpuScratch&, int, void*) {
+  unavailable("conv2d");
+}
+void conv2d_backward_data(const ConvGeometry&, const float*, const float*, float*, GpuScratch&, int,
+                          void*) {
+  unavailable("conv2d_backward_data");
+}
+void conv2d_backward_weight(const ConvGeometry&, const float*, const float*, float*, GpuScratch&,
+                            int, void*) {
+  unavailable("conv2d_backward_weight");
+}
+void* cudnn_handle_for(void*, int) { unavailable("cuDNN handle"); }
+void pool2d_forward(const PoolGeometry&, const float*, float*, int, void*) {
+  unavailable("pool2d");
+}
+void pool2d_backward(const PoolGeometry&, const float*, const float*, const float*, float*, int,
+                     void*) {
+  unavailable("pool2d_backward");
+}
 
 }  // namespace tagflow::detail::gpu_kernels

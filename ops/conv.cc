@@ -1,0 +1,216 @@
+#include "tagflow/ops/conv.h"
+
+#include <vector>
+
+#include "tagflow/engine/stream.h"
+#include "tagflow/ops/autograd.h"
+#include "tagflow/ops/creation.h"
+#include "tagflow/ops/kernels/conv_kernels.h"
+#include "tagflow/ops/kernels/launch.h"
+#include "tagflow/ops/operator_checks.h"
+#include "tagflow/ops/reduce.h"
+#include "tagflow/storage/storage.h"
+
+namespace tagflow {
+
+namespace detail {
+
+GpuScratch::GpuScratch(Stream& stream) : stream_(stream) {}
+
+void* GpuScratch::get(std::uint64_t bytes) {
+  if (bytes == 0) return nullptr;
+  blocks_.push_back(Storage::get().allocator(stream_.context()).allocate(bytes));
+  return blocks_.back().data;
+}
+
+GpuScratch::~GpuScratch() {
+  if (blocks_.empty()) return;
+  // As copy_gpu.cc hands back its staging memory: only once the stream has
+  // passed the kernels that use the blocks may another stream get them.
+  try {
+    const Context ctx = stream_.context();
+    for (const MemoryBlock& block : blocks_) {
+      stream_.when_finished(stream_.record(),
+                            [ctx, block] { Storage::get().allocator(ctx).release(block); });
+    }
+  } catch (...) {  // NOLINT(bugprone-empty-catch)
+    // The stream failed: its kernels may still read the blocks, so they are
+    // left allocated rather than handed out again.
+  }
+}
+
+}  // namespace detail
+
+namespace {
+
+constexpr const char* kName = "conv2d";
+
+using detail::ConvGeometry;
+using detail::run_kernel;
+namespace cpu_kernels = detail::cpu_kernels;
+namespace gpu_kernels = detail::gpu_kernels;
+
+ConvGeometry make_geometry(const NDArray& x, const NDArray& weight, const NDArray& bias,
+                           const Conv2DOptions& o) {
+  if (bias.defined()) {
+    detail::check_same_context(kName, {&x, &weight, &bias});
+  } else {
+    detail::check_same_context(kName, {&x, &weight});
+  }
+  detail::check_float32(kName, x, 1);
+  detail::check_float32(kName, weight, 2);
+  if (bias.defined()) detail::check_float32(kName, bias, 3);
+  TAGFLOW_CHECK(x.ndim() == 4,
+                "conv2d: expected the input as a 4-D (batch, channels, height, width) array, got "
+                "({})",
+                x.shape().str());
+  TAGFLOW_CHECK(weight.ndim() == 4,
+                "conv2d: expected the weight as a 4-D (out_channels, in_channels / groups, "
+                "kernel_h, kernel_w) array, got ({})",
+                weight.shape().str());
+  TAGFLOW_CHECK(o.stride[0] > 0 && o.stride[1] > 0 && o.dilation[0] > 0 && o.dilation[1] > 0,
+                "conv2d: expected positive strides and dilations, got stride ({}, {}) and "
+                "dilation ({}, {})",
+                o.stride[0], o.stride[1], o.dilation[0], o.dilation[1]);
+  TAGFLOW_CHECK(o.padding[0] >= 0 && o.padding[1] >= 0,
+                "conv2d: expected non-negative padding, got ({}, {})", o.padding[0], o.padding[1]);
+  TAGFLOW_CHECK(o.groups > 0, "conv2d: expected a positive number of groups, got {}", o.groups);
+  const Shape& xs = x.shape();
+  const Shape& ws = weight.shape();
+  TAGFLOW_CHECK(xs[1] > 0 && xs[2] > 0 && xs[3] > 0 && weight.size() > 0,
+                "conv2d: expected non-empty channel and spatial extents, got input ({}) and "
+                "weight ({})",
+                xs.str(), ws.str());
+  TAGFLOW_CHECK(xs[1] % o.groups == 0 && ws[0] % o.groups == 0,
+                "conv2d: the input channels ({}) and output channels ({}) must both be divisible "
+                "by groups ({})",
+                xs[1], ws[0], o.groups);
+  TAGFLOW_CHECK(ws[1] == xs[1] / o.groups,
+                "conv2d: the weight ({}) expects {} input channels per group, but the input ({}) "
+                "has {} channels in {} group(s), {} per group",
+                ws.str(), ws[1], xs.str(), xs[1], o.groups, xs[1] / o.groups);
+  if (bias.defined()) {
+    TAGFLOW_CHECK(bias.ndim() == 1 && bias.shape()[0] == ws[0],
+                  "conv2d: expected a bias of shape ({}), one per output channel, got ({})", ws[0],
+                  bias.shape().str());
+  }
+  TAGFLOW_CHECK(ws[2] <= 0x7fffffff && ws[3] <= 0x7fffffff,
+                "conv2d: kernel extents ({}) exceed the 32-bit range", ws.str());
+  ConvGeometry g;
+  g.batch = xs[0];
+  g.in_channels = xs[1];
+  g.in_h = xs[2];
+  g.in_w = xs[3];
+  g.out_channels = ws[0];
+  g.kernel_h = static_cast<int>(ws[2]);
+  g.kernel_w = static_cast<int>(ws[3]);
+  g.stride_h = o.stride[0];
+  g.stride_w = o.stride[1];
+  g.pad_h = o.padding[0];
+  g.pad_w = o.padding[1];
+  g.dilation_h = o.dilation[0];
+  g.dilation_w = o.dilation[1];
+  g.groups = o.groups;
+  const std::int64_t span_h = std::int64_t{g.dilation_h} * (g.kernel_h - 1) + 1;
+  const std::int64_t span_w = std::int64_t{g.dilation_w} * (g.kernel_w - 1) + 1;
+  TAGFLOW_CHECK(
+      g.in_h + 2 * std::int64_t{g.pad_h} >= span_h && g.in_w + 2 * std::int64_t{g.pad_w} >= span_w,
+      "conv2d: the kernel ({}x{} spanning {}x{} with dilation ({}, {})) is larger than "
+      "the padded input ({}x{} with padding ({}, {}))",
+      g.kernel_h, g.kernel_w, span_h, span_w, g.dilation_h, g.dilation_w,
+      g.in_h + 2 * std::int64_t{g.pad_h}, g.in_w + 2 * std::int64_t{g.pad_w}, g.pad_h, g.pad_w);
+  g.out_h = (g.in_h + 2 * std::int64_t{g.pad_h} - span_h) / g.stride_h + 1;
+  g.out_w = (g.in_w + 2 * std::int64_t{g.pad_w} - span_w) / g.stride_w + 1;
+  return g;
+}
+
+/// dx from the weights and dy: an operation of its own.
+NDArray backward_data(const ConvGeometry& g, const NDArray& weight, const NDArray& dy,
+                      Context ctx) {
+  NDArray dx(Shape{g.batch, g.in_channels, g.in_h, g.in_w}, DType::kFloat32, ctx);
+  if (dx.size() == 0) return dx;
+  const float* pw = weight.data<float>();
+  const float* pdy = dy.data<float>();
+  float* pdx = dx.data<float>();
+  const int device = ctx.index;
+  detail::push_operation(
+      "conv2d_backward_data", ctx, {weight.var(), dy.var()}, {dx.var()}, [=](const RunContext& rc) {
+        run_kernel(
+            rc, [=] { cpu_kernels::conv2d_backward_data(g, pw, pdy, pdx); },
+            [=, &rc](void* stream) {
+              detail::GpuScratch scratch(*rc.stream);
+              gpu_kernels::conv2d_backward_data(g, pw, pdy, pdx, scratch, device, stream);
+            });
+      });
+  return dx;
+}
+
+/// dw from the input and dy, summed over the batch: an operation of its own.
+NDArray backward_weight(const ConvGeometry& g, const NDArray& x, const NDArray& dy, Context ctx) {
+  const Shape shape{g.out_channels, g.group_in_channels(), g.kernel_h, g.kernel_w};
+  if (g.batch == 0) return zeros(shape, DType::kFloat32, ctx);
+  NDArray dw(shape, DType::kFloat32, ctx);
+  const float* px = x.data<float>();
+  const float* pdy = dy.data<float>();
+  float* pdw = dw.data<float>();
+  const int device = ctx.index;
+  detail::push_operation(
+      "conv2d_backward_weight", ctx, {x.var(), dy.var()}, {dw.var()}, [=](const RunContext& rc) {
+        run_kernel(
+            rc, [=] { cpu_kernels::conv2d_backward_weight(g, px, pdy, pdw); },
+            [=, &rc](void* stream) {
+              detail::GpuScratch scratch(*rc.stream);
+              gpu_kernels::conv2d_backward_weight(g, px, pdy, pdw, scratch, device, stream);
+            });
+      });
+  return dw;
+}
+
+void record_conv(const ConvGeometry& g, const NDArray& x, const NDArray& weight,
+                 const NDArray& bias, NDArray& y) {
+  detail::record(kName, y, {&x, &weight, &bias}, [&] {
+    // Only the gradients some input needs are computed.
+    const bool need_x = x.grad_node() != nullptr;
+    const bool need_w = weight.grad_node() != nullptr;
+    const bool need_b = bias.defined() && bias.grad_node() != nullptr;
+    return [g, need_x, need_w, need_b, x = x.detach(), w = weight.detach()](const NDArray& dy) {
+      const Context ctx = dy.context();
+      std::vector<NDArray> grads(3);
+      if (need_x) grads[0] = backward_data(g, w, dy, ctx);
+      if (need_w) grads[1] = backward_weight(g, x, dy, ctx);
+      if (need_b)
+        grads[2] =
+            g.batch == 0 ? zeros(Shape{g.out_channels}, DType::kFloat32, ctx) : sum(dy, {0, 2, 3});
+      return grads;
+    };
+  });
+}
+
+}  // namespace
+
+NDArray conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias,
+               const Conv2DOptions& options) {
+  const ConvGeometry g = make_geometry(x, weight, bias, options);
+  NDArray y(Shape{g.batch, g.out_channels, g.out_h, g.out_w}, DType::kFloat32, x.context());
+  if (y.size() != 0) {
+    const float* px = x.data<float>();
+    const float* pw = weight.data<float>();
+    const float* pb = bias.defined() ? bias.data<float>() : nullptr;
+    float* py = y.data<float>();
+    const int device = x.context().index;
+    VarList reads = {x.var(), weight.var()};
+    if (bias.defined()) reads.push_back(bias.var());
+    detail::push_operation(kName, x.context(), reads, {y.var()}, [=](const RunContext& rc) {
+      run_kernel(
+          rc, [=] { cpu_kernels::conv2d_forward(g, px, pw, pb, py); },
+          [=, &rc](void* stream) {
+            detail::GpuScratch scratch(*rc.stream);
+            gpu_kernels::conv2d_forward(g, px, pw, pb, py, scratch, device, stream);
+          });
+    });
+  }
+  record_conv(g, x, weight, bias, y);
+  return y;
+}
+
+}  // namespace tagflow

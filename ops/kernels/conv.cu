@@ -1,0 +1,299 @@
+// The GPU convolution kernels: cuDNN (the legacy convolution API of cuDNN 9)
+// on the operation's stream, one cuDNN handle per stream.
+//
+// Note [Choosing cuDNN's algorithms]
+// Each pass (forward, backward data, backward filter) of each geometry on
+// each GPU gets its algorithm once, from cuDNN's heuristics (cudnnGet*_v7:
+// no trial runs, no memory of its own), kept in a map for the life of the
+// process. Descriptors ask for FMA math, so float32 stays float32 (no TF32),
+// as the cuBLAS products do. Among the candidates, in cuDNN's order of
+// preference: the first deterministic one with FMA math and a workspace up
+// to kMaxWorkspace, else the first with FMA math and such a workspace, else
+// the first that cuDNN supports at all (run with the math cuDNN reports for
+// it). The workspace comes from the device's pooled allocator through
+// GpuScratch, which hands it back once the stream has passed the kernel.
+// Every status is checked.
+
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <array>
+#include <map>
+#include <mutex>
+
+#include "tagflow/ops/kernels/conv_kernels.h"
+#include "tagflow/ops/kernels/cuda_check.h"
+
+namespace tagflow::detail::gpu_kernels {
+
+namespace {
+
+constexpr std::size_t kMaxWorkspace = std::size_t{1} << 30;
+
+int as_int(std::int64_t value, const char* what) {
+  if (value > 0x7fffffff) throw_dimension_too_large(what, value);
+  return static_cast<int>(value);
+}
+
+/// Owns one cuDNN descriptor. A base class, so that a descriptor whose
+/// setting-up throws is still destroyed.
+template <typename Desc, cudnnStatus_t (*create)(Desc*), cudnnStatus_t (*destroy)(Desc)>
+struct OwnedDescriptor {
+  Desc desc = nullptr;
+  OwnedDescriptor() { check_cudnn(create(&desc), "cuDNN: creating a descriptor"); }
+  ~OwnedDescriptor() { destroy(desc); }
+  OwnedDescriptor(const OwnedDescriptor&) = delete;
+  OwnedDescriptor& operator=(const OwnedDescriptor&) = delete;
+};
+
+struct TensorDescriptor : OwnedDescriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor,
+                                          cudnnDestroyTensorDescriptor> {
+  TensorDescriptor(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
+    check_cudnn(
+        cudnnSetTensor4dDescriptor(desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, as_int(n, "batch"),
+                                   as_int(c, "channels"), as_int(h, "height"), as_int(w, "width")),
+        "cuDNN: cudnnSetTensor4dDescriptor");
+  }
+};
+
+struct FilterDescriptor : OwnedDescriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor,
+                                          cudnnDestroyFilterDescriptor> {
+  explicit FilterDescriptor(const ConvGeometry& g) {
+    check_cudnn(cudnnSetFilter4dDescriptor(desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+                                           as_int(g.out_channels, "out_channels"),
+                                           as_int(g.group_in_channels(), "in_channels"), g.kernel_h,
+                                           g.kernel_w),
+                "conv2d: cudnnSetFilter4dDescriptor");
+  }
+};
+
+struct ConvolutionDescriptor
+    : OwnedDescriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
+                      cudnnDestroyConvolutionDescriptor> {
+  explicit ConvolutionDescriptor(const ConvGeometry& g) {
+    check_cudnn(cudnnSetConvolution2dDescriptor(desc, g.pad_h, g.pad_w, g.stride_h, g.stride_w,
+                                                g.dilation_h, g.dilation_w, CUDNN_CROSS_CORRELATION,
+                                                CUDNN_DATA_FLOAT),
+                "conv2d: cudnnSetConvolution2dDescriptor");
+    check_cudnn(cudnnSetConvolutionGroupCount(desc, g.groups),
+                "conv2d: cudnnSetConvolutionGroupCount");
+    set_math(CUDNN_FMA_MATH);
+  }
+  void set_math(cudnnMathType_t math) {
+    check_cudnn(cudnnSetConvolutionMathType(desc, math), "conv2d: cudnnSetConvolutionMathType");
+  }
+};
+
+/// The descriptors of one convolution: input, output, filter, and the
+/// convolution itself.
+struct ConvDescriptors {
+  TensorDescriptor x;
+  TensorDescriptor y;
+  FilterDescriptor w;
+  ConvolutionDescriptor conv;
+  explicit ConvDescriptors(const ConvGeometry& g)
+      : x(g.batch, g.in_channels, g.in_h, g.in_w),
+        y(g.batch, g.out_channels, g.out_h, g.out_w),
+        w(g),
+        conv(g) {}
+};
+
+enum class Pass : int { kForward, kBackwardData, kBackwardFilter };
+
+/// An algorithm of one pass (as an int: the three passes have their own
+/// enums), the math it runs with and the workspace it needs.
+struct AlgoChoice {
+  int algo = 0;
+  cudnnMathType_t math = CUDNN_FMA_MATH;
+  std::size_t workspace = 0;
+};
+
+using AlgoKey = std::array<std::int64_t, 16>;
+
+AlgoKey key_for(Pass pass, int device, const ConvGeometry& g) {
+  return {static_cast<std::int64_t>(pass),
+          device,
+          g.batch,
+          g.in_channels,
+          g.in_h,
+          g.in_w,
+          g.out_channels,
+          g.kernel_h,
+          g.kernel_w,
+          g.stride_h,
+          g.stride_w,
+          g.pad_h,
+          g.pad_w,
+          g.dilation_h,
+          g.dilation_w,
+          g.groups};
+}
+
+std::mutex& cache_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+/// Never destroyed, like the handles: nothing to do at exit.
+std::map<AlgoKey, AlgoChoice>& algo_cache() {
+  static auto* cache = new std::map<AlgoKey, AlgoChoice>;
+  return *cache;
+}
+
+/// Note [Choosing cuDNN's algorithms]: the candidate to use among `perfs`.
+template <typename Perf>
+AlgoChoice pick(const Perf* perfs, int count, const char* what) {
+  const auto fits = [](const Perf& p) {
+    return p.status == CUDNN_STATUS_SUCCESS && p.mathType == CUDNN_FMA_MATH &&
+           p.memory <= kMaxWorkspace;
+  };
+  for (int i = 0; i < count; ++i) {
+    if (fits(perfs[i]) && perfs[i].determinism == CUDNN_DETERMINISTIC) {
+      return {static_cast<int>(perfs[i].algo), perfs[i].mathType, perfs[i].memory};
+    }
+  }
+  for (int i = 0; i < count; ++i) {
+    if (fits(perfs[i])) {
+      return {static_cast<int>(perfs[i].algo), perfs[i].mathType, perfs[i].memory};
+    }
+  }
+  for (int i = 0; i < count; ++i) {
+    if (perfs[i].status == CUDNN_STATUS_SUCCESS) {
+      return {static_cast<int>(perfs[i].algo), perfs[i].mathType, perfs[i].memory};
+    }
+  }
+  throw_cudnn_error(CUDNN_STATUS_NOT_SUPPORTED, what);
+}
+
+/// The cached choice of `pass`, or the one `find` makes (then cached). The
+/// returned choice's workspace is what cuDNN asks for its algorithm.
+template <typename Find>
+AlgoChoice choose(Pass pass, int device, const ConvGeometry& g, Find&& find) {
+  const AlgoKey key = key_for(pass, device, g);
+  {
+    std::lock_guard lock(cache_mutex());
+    auto it = algo_cache().find(key);
+    if (it != algo_cache().end()) return it->second;
+  }
+  const AlgoChoice choice = find();  // outside the lock: cuDNN may take a while
+  std::lock_guard lock(cache_mutex());
+  return algo_cache().emplace(key, choice).first->second;
+}
+
+cudnnHandle_t handle(void* stream, int device) {
+  return static_cast<cudnnHandle_t>(cudnn_handle_for(stream, device));
+}
+
+}  // namespace
+
+void* cudnn_handle_for(void* stream, int device) {
+  static std::mutex mutex;
+  static auto* handles = new std::map<void*, cudnnHandle_t>;
+  std::lock_guard lock(mutex);
+  auto it = handles->find(stream);
+  if (it != handles->end()) return it->second;
+  check_cuda(cudaSetDevice(device), "cuDNN: cudaSetDevice");
+  cudnnHandle_t made = nullptr;
+  check_cudnn(cudnnCreate(&made), "cuDNN: cudnnCreate");
+  const cudnnStatus_t bound = cudnnSetStream(made, static_cast<cudaStream_t>(stream));
+  if (bound != CUDNN_STATUS_SUCCESS) {
+    cudnnDestroy(made);
+    check_cudnn(bound, "cuDNN: cudnnSetStream");
+  }
+  handles->emplace(stream, made);
+  return made;
+}
+
+void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
+                    float* y, GpuScratch& scratch, int device, void* stream) {
+  cudnnHandle_t h = handle(stream, device);
+  ConvDescriptors d(g);
+  const AlgoChoice c = choose(Pass::kForward, device, g, [&] {
+    std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> perfs{};
+    int count = 0;
+    check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x.desc, d.w.desc, d.conv.desc, d.y.desc,
+                                                       static_cast<int>(perfs.size()), &count,
+                                                       perfs.data()),
+                "conv2d: cudnnGetConvolutionForwardAlgorithm_v7");
+    AlgoChoice choice = pick(perfs.data(), count, "conv2d: no cuDNN forward algorithm");
+    d.conv.set_math(choice.math);
+    check_cudnn(cudnnGetConvolutionForwardWorkspaceSize(
+                    h, d.x.desc, d.w.desc, d.conv.desc, d.y.desc,
+                    static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), &choice.workspace),
+                "conv2d: cudnnGetConvolutionForwardWorkspaceSize");
+    return choice;
+  });
+  d.conv.set_math(c.math);
+  void* workspace = scratch.get(c.workspace);
+  const float one = 1.f;
+  const float zero = 0.f;
+  check_cudnn(cudnnConvolutionForward(h, &one, d.x.desc, x, d.w.desc, w, d.conv.desc,
+                                      static_cast<cudnnConvolutionFwdAlgo_t>(c.algo), workspace,
+                                      c.workspace, &zero, d.y.desc, y),
+              "conv2d: cudnnConvolutionForward");
+  if (bias == nullptr) return;
+  TensorDescriptor b(1, g.out_channels, 1, 1);
+  check_cudnn(cudnnAddTensor(h, &one, b.desc, bias, &one, d.y.desc, y), "conv2d: cudnnAddTensor");
+}
+
+void conv2d_backward_data(const ConvGeometry& g, const float* w, const float* dy, float* dx,
+                          GpuScratch& scratch, int device, void* stream) {
+  cudnnHandle_t h = handle(stream, device);
+  ConvDescriptors d(g);
+  const AlgoChoice c = choose(Pass::kBackwardData, device, g, [&] {
+    std::array<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT> perfs{};
+    int count = 0;
+    check_cudnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                    h, d.w.desc, d.y.desc, d.conv.desc, d.x.desc, static_cast<int>(perfs.size()),
+                    &count, perfs.data()),
+                "conv2d_backward_data: cudnnGetConvolutionBackwardDataAlgorithm_v7");
+    AlgoChoice choice =
+        pick(perfs.data(), count, "conv2d_backward_data: no cuDNN backward-data algorithm");
+    d.conv.set_math(choice.math);
+    check_cudnn(cudnnGetConvolutionBackwardDataWorkspaceSize(
+                    h, d.w.desc, d.y.desc, d.conv.desc, d.x.desc,
+                    static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo), &choice.workspace),
+                "conv2d_backward_data: cudnnGetConvolutionBackwardDataWorkspaceSize");
+    return choice;
+  });
+  d.conv.set_math(c.math);
+  void* workspace = scratch.get(c.workspace);
+  const float one = 1.f;
+  const float zero = 0.f;
+  check_cudnn(cudnnConvolutionBackwardData(h, &one, d.w.desc, w, d.y.desc, dy, d.conv.desc,
+                                           static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo),
+                                           workspace, c.workspace, &zero, d.x.desc, dx),
+              "conv2d_backward_data: cudnnConvolutionBackwardData");
+}
+
+void conv2d_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw,
+                            GpuScratch& scratch, int device, void* stream) {
+  cudnnHandle_t h = handle(stream, device);
+  ConvDescriptors d(g);
+  const AlgoChoice c = choose(Pass::kBackwardFilter, device, g, [&] {
+    std::array<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>
+        perfs{};
+    int count = 0;
+    check_cudnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                    h, d.x.desc, d.y.desc, d.conv.desc, d.w.desc, static_cast<int>(perfs.size()),
+                    &count, perfs.data()),
+                "conv2d_backward_weight: cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+    AlgoChoice choice =
+        pick(perfs.data(), count, "conv2d_backward_weight: no cuDNN backward-filter algorithm");
+    d.conv.set_math(choice.math);
+    check_cudnn(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                    h, d.x.desc, d.y.desc, d.conv.desc, d.w.desc,
+                    static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algo), &choice.workspace),
+                "conv2d_backward_weight: cudnnGetConvolutionBackwardFilterWorkspaceSize");
+    return choice;
+  });
+  d.conv.set_math(c.math);
+  void* workspace = scratch.get(c.workspace);
+  const float one = 1.f;
+  const float zero = 0.f;
+  check_cudnn(cudnnConvolutionBackwardFilter(h, &one, d.x.desc, x, d.y.desc, dy, d.conv.desc,
+                                             static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo),
+                                             workspace, c.workspace, &zero, d.w.desc, dw),
+              "conv2d_backward_weight: cudnnConvolutionBackwardFilter");
+}
+
+}  // namespace tagflow::detail::gpu_kernels

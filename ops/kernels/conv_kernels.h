@@ -1,0 +1,81 @@
+#pragma once
+// The 2-D convolution kernels (NCHW, float32, cross-correlation as in every
+// deep-learning framework): forward, and the two backward passes that the
+// gradient pushes as engine operations of their own. The CPU ones
+// (conv_cpu.cc, also run by simulated GPUs) lower each image to a matrix
+// (im2col) and call the BLAS; the CUDA ones (conv.cu) call cuDNN. Internal
+// to ops/.
+
+#include <cstdint>
+#include <vector>
+
+namespace tagflow::detail {
+
+class Stream;
+struct MemoryBlock;  // storage/allocator.h, kept out of the CUDA sources
+
+/// Every extent of one convolution. Weights are (out_channels,
+/// in_channels / groups, kernel_h, kernel_w).
+struct ConvGeometry {
+  std::int64_t batch = 0, in_channels = 0, in_h = 0, in_w = 0;
+  std::int64_t out_channels = 0, out_h = 0, out_w = 0;
+  int kernel_h = 1, kernel_w = 1;
+  int stride_h = 1, stride_w = 1;
+  int pad_h = 0, pad_w = 0;
+  int dilation_h = 1, dilation_w = 1;
+  int groups = 1;
+
+  std::int64_t group_in_channels() const { return in_channels / groups; }
+  std::int64_t group_out_channels() const { return out_channels / groups; }
+  /// Rows of one group's lowered image: a group's input channels times the taps.
+  std::int64_t col_rows() const { return group_in_channels() * kernel_h * kernel_w; }
+  /// Columns of a lowered image: the output positions.
+  std::int64_t col_cols() const { return out_h * out_w; }
+  std::int64_t in_image() const { return in_channels * in_h * in_w; }
+  std::int64_t out_image() const { return out_channels * out_h * out_w; }
+  std::int64_t weight_size() const { return out_channels * col_rows(); }
+};
+
+/// Device scratch memory (cuDNN's workspace) for the kernels of one
+/// operation on a real GPU: blocks from the device's pooled allocator, handed
+/// back once the stream has passed the work enqueued while they were held.
+class GpuScratch {
+ public:
+  explicit GpuScratch(Stream& stream);
+  ~GpuScratch();
+  GpuScratch(const GpuScratch&) = delete;
+  GpuScratch& operator=(const GpuScratch&) = delete;
+
+  /// At least `bytes` bytes of device memory (null for 0), valid for the
+  /// work enqueued on the stream before this object is destroyed.
+  void* get(std::uint64_t bytes);
+
+ private:
+  Stream& stream_;
+  std::vector<MemoryBlock> blocks_;
+};
+
+namespace cpu_kernels {
+/// y = conv(x, w) (+ bias per output channel when `bias` is not null).
+void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
+                    float* y);
+/// dx = the gradient of the input, from the weights and dy.
+void conv2d_backward_data(const ConvGeometry& g, const float* w, const float* dy, float* dx);
+/// dw = the gradient of the weights, from the input and dy (summed over the batch).
+void conv2d_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw);
+}  // namespace cpu_kernels
+
+namespace gpu_kernels {
+/// As the CPU kernels; `device` is the GPU whose compute stream `stream` is.
+void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
+                    float* y, GpuScratch& scratch, int device, void* stream);
+void conv2d_backward_data(const ConvGeometry& g, const float* w, const float* dy, float* dx,
+                          GpuScratch& scratch, int device, void* stream);
+void conv2d_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw,
+                            GpuScratch& scratch, int device, void* stream);
+/// The cuDNN handle bound to `stream` (a cudnnHandle_t; made on first use
+/// on `device`), shared by the convolution and pooling kernels.
+void* cudnn_handle_for(void* stream, int device);
+}  // namespace gpu_kernels
+
+}  // namespace tagflow::detail

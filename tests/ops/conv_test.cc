@@ -1,0 +1,380 @@
+// conv2d against a direct double-precision loop on every device, for many
+// geometries (stride, padding, dilation, groups and depthwise, 1x1 and 5x5
+// kernels, batches of 1 to 20, non-square everything); identical bits on
+// every device and with one thread or many; gradients of the input, weights
+// and bias against finite differences; empty batches, views as inputs, and
+// the errors.
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <tbb/global_control.h>
+
+#include "tagflow/tagflow.h"
+#include "tests/ops/test_util.h"
+
+namespace tagflow {
+namespace {
+
+using testing::all_devices;
+using testing::random_floats;
+using Values = std::vector<double>;
+
+struct ConvCase {
+  std::string name;
+  Shape x, w;
+  Conv2DOptions options;
+  bool bias = true;
+};
+
+/// The output extents, as PyTorch computes them.
+Shape output_shape(const Shape& x, const Shape& w, const Conv2DOptions& o) {
+  const auto extent = [&](int axis) {
+    const std::int64_t span = std::int64_t{o.dilation[axis]} * (w[2 + axis] - 1) + 1;
+    return (x[2 + axis] + 2 * o.padding[axis] - span) / o.stride[axis] + 1;
+  };
+  return Shape{x[0], w[0], extent(0), extent(1)};
+}
+
+/// The convolution in double, seven loops deep; `magnitude` (when given)
+/// receives sum |x w| + |b| per output, for the rounding bound.
+Values reference_conv(const Values& x, const Shape& xs, const Values& w, const Shape& ws,
+                      const Values* b, const Conv2DOptions& o, Values* magnitude = nullptr) {
+  const Shape ys = output_shape(xs, ws, o);
+  const std::int64_t group_in = ws[1];
+  const std::int64_t group_out = ws[0] / o.groups;
+  Values y(static_cast<std::size_t>(ys.size()));
+  if (magnitude != nullptr) magnitude->assign(y.size(), 0);
+  std::size_t k = 0;
+  for (std::int64_t n = 0; n < ys[0]; ++n) {
+    for (std::int64_t oc = 0; oc < ys[1]; ++oc) {
+      for (std::int64_t oh = 0; oh < ys[2]; ++oh) {
+        for (std::int64_t ow = 0; ow < ys[3]; ++ow, ++k) {
+          double sum = b != nullptr ? (*b)[static_cast<std::size_t>(oc)] : 0;
+          double mag = std::abs(sum);
+          for (std::int64_t c = 0; c < group_in; ++c) {
+            const std::int64_t ic = oc / group_out * group_in + c;
+            for (std::int64_t i = 0; i < ws[2]; ++i) {
+              for (std::int64_t j = 0; j < ws[3]; ++j) {
+                const std::int64_t ih = oh * o.stride[0] - o.padding[0] + i * o.dilation[0];
+                const std::int64_t iw = ow * o.stride[1] - o.padding[1] + j * o.dilation[1];
+                if (ih < 0 || ih >= xs[2] || iw < 0 || iw >= xs[3]) continue;
+                const double t =
+                    x[static_cast<std::size_t>(((n * xs[1] + ic) * xs[2] + ih) * xs[3] + iw)] *
+                    w[static_cast<std::size_t>(((oc * ws[1] + c) * ws[2] + i) * ws[3] + j)];
+                sum += t;
+                mag += std::abs(t);
+              }
+            }
+          }
+          y[k] = sum;
+          if (magnitude != nullptr) (*magnitude)[k] = mag;
+        }
+      }
+    }
+  }
+  return y;
+}
+
+std::vector<ConvCase> forward_cases() {
+  return {
+      {"3x3 pad 1", {2, 3, 8, 8}, {4, 3, 3, 3}, {.padding = {1, 1}}},
+      {"stride 2, no bias", {3, 2, 9, 7}, {5, 2, 3, 3}, {.stride = {2, 2}}, false},
+      {"dilation 2, pad 2", {1, 3, 10, 10}, {2, 3, 3, 3}, {.padding = {2, 2}, .dilation = {2, 2}}},
+      {"2 groups", {2, 4, 6, 6}, {6, 2, 3, 3}, {.groups = 2}},
+      {"depthwise", {3, 5, 7, 7}, {5, 1, 3, 3}, {.padding = {1, 1}, .groups = 5}},
+      {"depthwise x2, no bias", {1, 3, 6, 5}, {6, 1, 3, 3}, {.groups = 3}, false},
+      {"1x1", {3, 8, 5, 5}, {4, 8, 1, 1}, {}},
+      {"1x1 stride 2", {2, 4, 6, 6}, {3, 4, 1, 1}, {.stride = {2, 2}}},
+      {"5x5 pad 2", {3, 3, 12, 12}, {6, 3, 5, 5}, {.padding = {2, 2}}},
+      {"non-square",
+       {2, 3, 9, 11},
+       {4, 3, 2, 5},
+       {.stride = {2, 1}, .padding = {1, 2}, .dilation = {1, 2}}},
+      {"kernel fills the padded input", {1, 2, 4, 4}, {3, 2, 6, 6}, {.padding = {1, 1}}},
+      {"batch 20", {20, 3, 6, 6}, {4, 3, 3, 3}, {.padding = {1, 1}}},
+      {"all extents 1", {1, 1, 1, 1}, {1, 1, 1, 1}, {}},
+      {"groups, stride, dilation, pad",
+       {2, 4, 10, 8},
+       {4, 2, 3, 3},
+       {.stride = {2, 2}, .padding = {1, 1}, .dilation = {2, 2}, .groups = 2}},
+  };
+}
+
+TEST(ConvTest, ForwardMatchesDirectLoopsOnEveryDevice) {
+  std::uint32_t seed = 10;
+  for (const ConvCase& c : forward_cases()) {
+    SCOPED_TRACE(c.name);
+    const std::vector<float> xh =
+        random_floats(static_cast<std::size_t>(c.x.size()), -1, 1, ++seed);
+    const std::vector<float> wh =
+        random_floats(static_cast<std::size_t>(c.w.size()), -1, 1, ++seed);
+    const std::vector<float> bh = random_floats(static_cast<std::size_t>(c.w[0]), -1, 1, ++seed);
+    const Values bd(bh.begin(), bh.end());
+    Values magnitude;
+    const Values expected =
+        reference_conv(Values(xh.begin(), xh.end()), c.x, Values(wh.begin(), wh.end()), c.w,
+                       c.bias ? &bd : nullptr, c.options, &magnitude);
+    // Each output is a float32 sum of K = C/groups * kh * kw products plus the
+    // bias: within (K + 2) u sum|terms| of the exact value, u = 2^-24
+    // (the worst case of any summation order).
+    const double k = static_cast<double>(c.w[1] * c.w[2] * c.w[3]);
+    std::vector<float> first;
+    for (Context ctx : all_devices()) {
+      const NDArray b = c.bias ? array(bh, {c.w[0]}, ctx) : NDArray();
+      const NDArray y = conv2d(array(xh, c.x, ctx), array(wh, c.w, ctx), b, c.options);
+      ASSERT_EQ(y.shape(), output_shape(c.x, c.w, c.options));
+      ASSERT_EQ(y.context(), ctx);
+      const std::vector<float> got = y.to_vector<float>();
+      ASSERT_EQ(got.size(), expected.size());
+      int reported = 0;
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const double bound = (k + 2) * std::ldexp(magnitude[i], -24) + 1e-30;
+        if (std::abs(got[i] - expected[i]) > bound && reported++ < 5) {
+          ADD_FAILURE() << ctx << ": element " << i << " is " << got[i] << ", expected "
+                        << expected[i] << " within " << bound;
+        }
+      }
+      // The same CPU kernel serves every device here: the same bits.
+      if (first.empty()) first = got;
+      EXPECT_EQ(std::memcmp(first.data(), got.data(), got.size() * sizeof(float)), 0) << ctx;
+    }
+  }
+}
+
+/// Checks d sum(conv2d(x, w, b) * r) / d{x, w, b} against central differences
+/// of the double reference (step 1e-6: exact to ~1e-9), as autograd_test.cc
+/// does; the tolerance covers the float32 forward and backward passes.
+void check_conv_gradients(const ConvCase& c, Context ctx) {
+  SCOPED_TRACE(c.name + " on " + ctx.str());
+  std::vector<Shape> shapes = {c.x, c.w};
+  if (c.bias) shapes.push_back(Shape{c.w[0]});
+  std::vector<std::vector<float>> host;
+  std::vector<NDArray> inputs;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    host.push_back(random_floats(static_cast<std::size_t>(shapes[i].size()), -1, 1, 50 + i));
+    inputs.push_back(array(host.back(), shapes[i], ctx));
+    inputs.back().attach_grad();
+  }
+  const Shape ys = output_shape(c.x, c.w, c.options);
+  const std::vector<float> r = random_floats(static_cast<std::size_t>(ys.size()), -1, 1, 7);
+  {
+    auto recording = autograd::record();
+    const NDArray y = conv2d(inputs[0], inputs[1], c.bias ? inputs[2] : NDArray(), c.options);
+    sum(y * array(r, ys, ctx)).backward();
+  }
+  std::vector<Values> x;
+  for (const auto& h : host) x.emplace_back(h.begin(), h.end());
+  const auto loss = [&] {
+    const Values y = reference_conv(x[0], c.x, x[1], c.w, c.bias ? &x[2] : nullptr, c.options);
+    double total = 0;
+    for (std::size_t k = 0; k < y.size(); ++k) total += y[k] * r[k];
+    return total;
+  };
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const std::vector<float> grad = inputs[i].grad().to_vector<float>();
+    const std::size_t stride = std::max<std::size_t>(1, grad.size() / 40);
+    for (std::size_t j = 0; j < grad.size(); j += stride) {
+      const double saved = x[i][j];
+      const double step = 1e-6 * std::max(1.0, std::abs(saved));
+      x[i][j] = saved + step;
+      const double up = loss();
+      x[i][j] = saved - step;
+      const double down = loss();
+      x[i][j] = saved;
+      const double numeric = (up - down) / (2 * step);
+      EXPECT_NEAR(grad[j], numeric, 2e-3 * std::max(1.0, std::abs(numeric)))
+          << "input " << i << ", element " << j;
+    }
+  }
+}
+
+TEST(ConvTest, GradientsOfInputWeightsAndBiasMatchFiniteDifferences) {
+  const std::vector<ConvCase> cases = {
+      {"3x3 pad 1", {2, 3, 5, 5}, {4, 3, 3, 3}, {.padding = {1, 1}}},
+      {"stride 2, dilation 2, no bias",
+       {2, 2, 9, 8},
+       {3, 2, 3, 3},
+       {.stride = {2, 2}, .padding = {1, 1}, .dilation = {2, 2}},
+       false},
+      {"2 groups", {1, 4, 6, 5}, {6, 2, 2, 3}, {.stride = {1, 2}, .padding = {0, 1}, .groups = 2}},
+      {"depthwise", {2, 3, 5, 5}, {3, 1, 3, 3}, {.padding = {1, 1}, .groups = 3}},
+      {"1x1", {3, 4, 3, 3}, {2, 4, 1, 1}, {}},
+      {"5x5 pad 2", {1, 2, 6, 6}, {2, 2, 5, 5}, {.padding = {2, 2}}},
+      {"batch 20", {20, 2, 4, 4}, {3, 2, 3, 3}, {.padding = {1, 1}}},
+  };
+  for (const ConvCase& c : cases) {
+    for (Context ctx : all_devices()) check_conv_gradients(c, ctx);
+  }
+}
+
+TEST(ConvTest, OnlyTheNeededGradientsAreComputedAndAgreeAcrossDevices) {
+  const Shape xs{17, 3, 6, 6}, ws{4, 3, 3, 3};
+  const std::vector<float> xh = random_floats(static_cast<std::size_t>(xs.size()), -1, 1, 3);
+  const std::vector<float> wh = random_floats(static_cast<std::size_t>(ws.size()), -1, 1, 4);
+  std::vector<float> first;
+  for (Context ctx : all_devices()) {
+    NDArray x = array(xh, xs, ctx);  // data: no gradient wanted
+    NDArray w = array(wh, ws, ctx);
+    w.attach_grad();
+    {
+      auto recording = autograd::record();
+      sum(square(conv2d(x, w, NDArray(), {.padding = {1, 1}}))).backward();
+    }
+    EXPECT_THROW((void)x.grad(), Error);
+    const std::vector<float> got = w.grad().to_vector<float>();
+    if (first.empty()) first = got;
+    EXPECT_EQ(std::memcmp(first.data(), got.data(), got.size() * sizeof(float)), 0) << ctx;
+  }
+}
+
+TEST(ConvTest, ResultsDoNotDependOnTheNumberOfThreads) {
+  // Large enough that the kernels split their work over threads: the forward
+  // pass by (image, group), the weight gradient by chunks of the batch.
+  const Shape xs{40, 4, 12, 12}, ws{8, 2, 3, 3};
+  const std::vector<float> xh = random_floats(static_cast<std::size_t>(xs.size()), -1, 1, 21);
+  const std::vector<float> wh = random_floats(static_cast<std::size_t>(ws.size()), -1, 1, 22);
+  const auto run = [&] {
+    NDArray x = array(xh, xs);
+    NDArray w = array(wh, ws);
+    x.attach_grad();
+    w.attach_grad();
+    NDArray y;
+    {
+      auto recording = autograd::record();
+      y = conv2d(x, w, NDArray(), {.padding = {1, 1}, .groups = 2});
+      sum(square(max_pool2d(y))).backward();
+    }
+    std::vector<float> all = y.to_vector<float>();
+    for (const NDArray* g : {&x, &w}) {
+      const std::vector<float> grad = g->grad().to_vector<float>();
+      all.insert(all.end(), grad.begin(), grad.end());
+    }
+    return all;
+  };
+  std::vector<float> one_thread;
+  {
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, 1);
+    one_thread = run();
+  }
+  const std::vector<float> all_threads = run();
+  ASSERT_EQ(one_thread.size(), all_threads.size());
+  EXPECT_EQ(std::memcmp(one_thread.data(), all_threads.data(), one_thread.size() * sizeof(float)),
+            0);
+}
+
+TEST(ConvTest, EmptyBatchesAndViewsAsInputs) {
+  for (Context ctx : all_devices()) {
+    NDArray w = ones({4, 3, 3, 3}, DType::kFloat32, ctx);
+    NDArray b = ones({4}, DType::kFloat32, ctx);
+    w.attach_grad();
+    b.attach_grad();
+    NDArray empty_batch = zeros({0, 3, 5, 5}, DType::kFloat32, ctx);
+    {
+      auto recording = autograd::record();
+      const NDArray y = conv2d(empty_batch, w, b, {.padding = {1, 1}});
+      EXPECT_EQ(y.shape(), (Shape{0, 4, 5, 5}));
+      sum(y).backward();
+    }
+    EXPECT_EQ(w.grad().to_vector<float>(), std::vector<float>(108, 0.f));
+    EXPECT_EQ(b.grad().to_vector<float>(), std::vector<float>(4, 0.f));
+
+    // Slices of larger arrays (views at an offset) give what copies give.
+    const NDArray xs = array(random_floats(4 * 3 * 6 * 6, -1, 1, 8), {4, 3, 6, 6}, ctx);
+    const NDArray ws = array(random_floats(8 * 3 * 3 * 3, -1, 1, 9), {8, 3, 3, 3}, ctx);
+    const NDArray x_view = xs.slice(1, 3);
+    const NDArray w_view = ws.slice(4, 8);
+    const NDArray x_copy = x_view.copyto(ctx);
+    const NDArray w_copy = w_view.copyto(ctx);
+    EXPECT_EQ(conv2d(x_view, w_view, NDArray(), {.stride = {2, 2}}).to_vector<float>(),
+              conv2d(x_copy, w_copy, NDArray(), {.stride = {2, 2}}).to_vector<float>());
+  }
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(ConvTest, BadInputGetsClearErrorsAndLeavesTheEngineUsable) {
+  const NDArray x = zeros({2, 4, 5, 5});
+  const NDArray w = zeros({6, 4, 3, 3});
+  const NDArray none;
+  EXPECT_EQ(error_of([&] {
+              (void)conv2d(zeros({4, 5, 5}), w, none);
+            }),
+            "conv2d: expected the input as a 4-D (batch, channels, height, width) array, got "
+            "(4x5x5)");
+  EXPECT_EQ(error_of([&] {
+              (void)conv2d(x, zeros({6, 4, 3}), none);
+            }),
+            "conv2d: expected the weight as a 4-D (out_channels, in_channels / groups, kernel_h, "
+            "kernel_w) array, got (6x4x3)");
+  EXPECT_EQ(error_of([&] {
+              (void)conv2d(x, zeros({6, 1, 3, 3}), none, {.groups = 3});
+            }),
+            "conv2d: the input channels (4) and output channels (6) must both be divisible by "
+            "groups (3)");
+  EXPECT_EQ(error_of([&] {
+              (void)conv2d(x, zeros({6, 3, 3, 3}), none);
+            }),
+            "conv2d: the weight (6x3x3x3) expects 3 input channels per group, but the input "
+            "(2x4x5x5) has 4 channels in 1 group(s), 4 per group");
+  EXPECT_EQ(error_of([&] { (void)conv2d(x, w, zeros({4})); }),
+            "conv2d: expected a bias of shape (6), one per output channel, got (4)");
+  EXPECT_EQ(error_of([&] {
+              (void)conv2d(x, w, none, {.stride = {0, 1}});
+            }),
+            "conv2d: expected positive strides and dilations, got stride (0, 1) and dilation "
+            "(1, 1)");
+  EXPECT_EQ(error_of([&] {
+              (void)conv2d(x, w, none, {.dilation = {1, -2}});
+            }),
+            "conv2d: expected positive strides and dilations, got stride (1, 1) and dilation "
+            "(1, -2)");
+  EXPECT_EQ(error_of([&] {
+              (void)conv2d(x, w, none, {.padding = {-1, 0}});
+            }),
+            "conv2d: expected non-negative padding, got (-1, 0)");
+  EXPECT_EQ(error_of([&] { (void)conv2d(x, w, none, {.groups = 0}); }),
+            "conv2d: expected a positive number of groups, got 0");
+  EXPECT_EQ(error_of([&] {
+              (void)conv2d(x, w, none, {.dilation = {3, 1}});
+            }),
+            "conv2d: the kernel (3x3 spanning 7x3 with dilation (3, 1)) is larger than the "
+            "padded input (5x5 with padding (0, 0))");
+  EXPECT_EQ(error_of([&] {
+              (void)conv2d(x, zeros({6, 4, 8, 1}), none, {.padding = {1, 1}});
+            }),
+            "conv2d: the kernel (8x1 spanning 8x1 with dilation (1, 1)) is larger than the "
+            "padded input (7x7 with padding (1, 1))");
+  EXPECT_EQ(error_of([&] { (void)conv2d(x.astype(DType::kInt32), w, none); }),
+            "conv2d: expected a float32 array as the first argument, got int32. Convert it with "
+            "astype(DType::kFloat32)");
+  EXPECT_EQ(error_of([&] { (void)conv2d(x, none, none); }),
+            "conv2d: the 2nd argument is an empty array (default-constructed)");
+  EXPECT_EQ(error_of([&] { (void)conv2d(x, w, zeros({6}, DType::kFloat32, gpu(0))); }),
+            "conv2d: all inputs must live on the same context, but the first argument is on "
+            "cpu(0) while the 3rd argument is on gpu(0). Nothing is copied implicitly: move one "
+            "with copyto() or as_in_context()");
+  EXPECT_EQ(error_of([&] {
+              (void)conv2d(zeros({2, 4, 0, 5}), w, none);
+            }),
+            "conv2d: expected non-empty channel and spatial extents, got input (2x4x0x5) and "
+            "weight (6x4x3x3)");
+  // Still usable: a 3x3 box filter of ones over ones counts the window.
+  const NDArray y = conv2d(ones({1, 1, 3, 3}), ones({1, 1, 3, 3}), ones({1}), {.padding = {1, 1}});
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{5, 7, 5, 7, 10, 7, 5, 7, 5}));
+}
+
+}  // namespace
+}  // namespace tagflow
