@@ -8,6 +8,7 @@
 #include "tagflow/engine/operation.h"
 #include "tagflow/nn/basic_layers.h"
 #include "tagflow/nn/block.h"
+#include "tagflow/nn/conv_layers.h"
 #include "tagflow/nn/data_error.h"
 #include "tagflow/nn/fashion_mnist.h"
 #include "tagflow/nn/idx.h"

@@ -10,8 +10,14 @@ NDArray activate(const NDArray& x, const std::string& activation) {
   if (activation == "relu") return relu(x);
   if (activation == "sigmoid") return sigmoid(x);
   if (activation == "tanh") return tanh(x);
-  detail::throw_error("activation: unknown activation \"{}\"; expected relu, sigmoid, tanh or \"\"",
-                      activation);
+  check_activation("activation", activation);
+  return x;  // not reached: check_activation threw
+}
+
+void check_activation(const std::string& layer, const std::string& activation) {
+  TAGFLOW_CHECK(
+      activation.empty() || activation == "relu" || activation == "sigmoid" || activation == "tanh",
+      "{}: unknown activation \"{}\"; expected relu, sigmoid, tanh or \"\"", layer, activation);
 }
 
 Dense::Dense(int units, std::string activation, int in_units, bool use_bias,
@@ -20,10 +26,7 @@ Dense::Dense(int units, std::string activation, int in_units, bool use_bias,
   TAGFLOW_CHECK(units > 0 && in_units >= 0,
                 "Dense: expected units > 0 and in_units >= 0 (0: inferred), got {} and {}", units,
                 in_units);
-  TAGFLOW_CHECK(activation_.empty() || activation_ == "relu" || activation_ == "sigmoid" ||
-                    activation_ == "tanh",
-                "Dense: unknown activation \"{}\"; expected relu, sigmoid, tanh or \"\"",
-                activation_);
+  check_activation("Dense", activation_);
   weight_ = register_parameter("weight", Shape{units, in_units}, std::move(weight_init));
   if (use_bias) bias_ = register_parameter("bias", Shape{units}, std::move(bias_init));
 }

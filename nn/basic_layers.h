@@ -14,6 +14,9 @@ namespace tagflow::nn {
 /// Throws for an unknown name, listing the known ones.
 NDArray activate(const NDArray& x, const std::string& activation);
 
+/// Throws, naming `layer`, unless activate() knows `activation`.
+void check_activation(const std::string& layer, const std::string& activation);
+
 /// y = activation(x · Wᵀ + b), x flattened to (batch, features) first, as
 /// MXNet's Dense does. W has shape (units, in_units).
 class Dense : public Block {

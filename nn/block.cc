@@ -2,6 +2,12 @@
 
 #include <map>
 #include <mutex>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "tagflow/nn/safetensors.h"
 
 namespace tagflow::nn {
 
@@ -23,7 +29,7 @@ ParameterPtr Block::register_parameter(const std::string& suffix, Shape shape,
                                        init::InitializerPtr init, GradReq grad_req) {
   auto parameter =
       std::make_shared<Parameter>(name_ + "_" + suffix, shape, std::move(init), grad_req);
-  parameters_.push_back(parameter);
+  parameters_.emplace_back(suffix, parameter);
   return parameter;
 }
 
@@ -34,13 +40,81 @@ void Block::register_child(std::shared_ptr<Block> child) {
 
 ParameterDict Block::collect_params() const {
   ParameterDict all;
-  for (const auto& p : parameters_) all.add(p);
+  for (const auto& [suffix, p] : parameters_) all.add(p);
   for (const auto& child : children_) {
     for (const auto& p : child->collect_params()) {
       if (!all.contains(p->name())) all.add(p);  // a block shared twice counts once
     }
   }
   return all;
+}
+
+std::vector<std::pair<std::string, ParameterPtr>> Block::structural_params() const {
+  std::vector<std::pair<std::string, ParameterPtr>> all(parameters_);
+  for (std::size_t i = 0; i < children_.size(); ++i) {
+    for (auto& [name, p] : children_[i]->structural_params()) {
+      all.emplace_back(fmt::format("{}.{}", i, name), std::move(p));
+    }
+  }
+  return all;
+}
+
+void Block::save_parameters(const std::filesystem::path& path) const {
+  std::vector<std::pair<std::string, NDArray>> tensors;
+  for (const auto& [name, p] : structural_params()) {
+    TAGFLOW_CHECK(p->initialized(),
+                  "save_parameters: parameter '{}' ({}) is not initialized: initialize the "
+                  "network (and run a forward pass if shapes are inferred) before saving",
+                  name, p->name());
+    tensors.emplace_back(name, p->list_data()[0].detach());
+  }
+  save_safetensors(path, tensors);
+}
+
+void Block::load_parameters(const std::filesystem::path& path, const std::vector<Context>& contexts,
+                            bool allow_missing, bool ignore_extra) {
+  TAGFLOW_CHECK(!contexts.empty(), "load_parameters: expected at least one device");
+  std::map<std::string, NDArray> loaded;
+  for (auto& [name, value] : load_safetensors(path, contexts[0])) loaded.emplace(name, value);
+
+  // Everything is checked before any parameter changes.
+  const auto params = structural_params();
+  std::set<std::string> used;
+  for (const auto& [name, p] : params) {
+    auto it = loaded.find(name);
+    if (it == loaded.end()) {
+      if (allow_missing) continue;
+      throw ParameterFileError(
+          path, fmt::format("parameter '{}' ({}, shape ({})) is missing from the file", name,
+                            p->name(), p->shape().str()));
+    }
+    used.insert(name);
+    const NDArray& value = it->second;
+    if (value.dtype() != DType::kFloat32) {
+      throw ParameterFileError(path, fmt::format("parameter '{}' ({}): expected float32, the file "
+                                                 "has {}",
+                                                 name, p->name(), dtype_name(value.dtype())));
+    }
+    if (!p->accepts_shape(value.shape())) {
+      throw ParameterFileError(path,
+                               fmt::format("parameter '{}' ({}): expected shape ({}), the "
+                                           "file has ({})",
+                                           name, p->name(), p->shape().str(), value.shape().str()));
+    }
+  }
+  if (!ignore_extra && used.size() != loaded.size()) {
+    std::vector<std::string> extra;
+    for (const auto& [name, value] : loaded) {
+      if (used.count(name) == 0) extra.push_back(name);
+    }
+    throw ParameterFileError(
+        path, fmt::format("the file has tensors that match no parameter of {}: {} (pass "
+                          "ignore_extra to skip them)",
+                          name_, fmt::join(extra, ", ")));
+  }
+  for (const auto& [name, p] : params) {
+    if (used.count(name) != 0) p->load(loaded.at(name), contexts);
+  }
 }
 
 void Block::initialize(const init::InitializerPtr& init, const std::vector<Context>& contexts,

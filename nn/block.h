@@ -10,7 +10,16 @@
 //
 // Blocks are held by shared pointers, so a block added to a Sequential can
 // still be reached by the caller. Names follow MXNet: "dense0_weight".
+//
+// Parameter files name parameters by their place in the network instead
+// ("0.weight", "1.0.bias": the child's position, then the parameter), as
+// Gluon's save_parameters and PyTorch's state_dict do, so that a fresh
+// network of the same structure loads them whatever its blocks are called:
+//
+//   net.save_parameters("net.safetensors");
+//   fresh.load_parameters("net.safetensors", gpu(0));
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -40,6 +49,28 @@ class Block {
   /// initializer keep it).
   void initialize(const init::InitializerPtr& init = init::Uniform(),
                   const std::vector<Context>& contexts = {cpu()}, bool force_reinit = false);
+  /// This block's parameters and its children's by structural name: its
+  /// own by suffix ("weight"), a child's prefixed by the child's position
+  /// ("0.weight", "2.1.bias"). Depth first, in registration order.
+  std::vector<std::pair<std::string, ParameterPtr>> structural_params() const;
+
+  /// Writes every parameter (the copy on its first device) to `path` as a
+  /// safetensors file under its structural name. Throws ParameterFileError
+  /// when the write fails, tagflow::Error for a parameter that is not
+  /// initialized.
+  void save_parameters(const std::filesystem::path& path) const;
+  /// Reads the parameters saved by save_parameters onto `contexts`,
+  /// replacing what they held (and inferring the shapes still unknown). The
+  /// file is checked against the network before any parameter changes: a
+  /// parameter missing from the file (unless `allow_missing`), a tensor with
+  /// no parameter (unless `ignore_extra`), or a shape or dtype that differs
+  /// throws ParameterFileError naming the parameter.
+  void load_parameters(const std::filesystem::path& path, const std::vector<Context>& contexts,
+                       bool allow_missing = false, bool ignore_extra = false);
+  void load_parameters(const std::filesystem::path& path, Context ctx = cpu()) {
+    load_parameters(path, std::vector<Context>{ctx});
+  }
+
   /// "dense0", "sequential1".
   const std::string& name() const { return name_; }
   const std::vector<std::shared_ptr<Block>>& children() const { return children_; }
@@ -54,7 +85,8 @@ class Block {
 
  private:
   std::string name_;
-  std::vector<ParameterPtr> parameters_;
+  /// Each with the suffix it was registered under ("weight").
+  std::vector<std::pair<std::string, ParameterPtr>> parameters_;
   std::vector<std::shared_ptr<Block>> children_;
 };
 

@@ -66,6 +66,14 @@ void Parameter::allocate(const init::InitializerPtr& init, const std::vector<Con
   deferred_contexts_.clear();
 }
 
+bool Parameter::accepts_shape(const Shape& shape) const {
+  if (shape.ndim() != shape_.ndim()) return false;
+  for (int axis = 0; axis < shape.ndim(); ++axis) {
+    if (shape_[axis] != 0 && shape_[axis] != shape[axis]) return false;
+  }
+  return true;
+}
+
 void Parameter::infer_shape(const Shape& shape) {
   TAGFLOW_CHECK(shape.ndim() == shape_.ndim(),
                 "parameter '{}': declared with shape ({}), inferred ({})", name_, shape_.str(),
@@ -114,6 +122,26 @@ void Parameter::set_data(const NDArray& value) {
   TAGFLOW_CHECK(value.shape() == shape_, "set_data: parameter '{}' has shape ({}), the value ({})",
                 name_, shape_.str(), value.shape().str());
   for (const NDArray& d : data_) value.copyto(d);
+}
+
+void Parameter::load(const NDArray& value, const std::vector<Context>& contexts) {
+  TAGFLOW_CHECK(value.defined() && value.dtype() == DType::kFloat32,
+                "load: parameter '{}': expected a float32 value, got {}", name_,
+                value.defined() ? dtype_name(value.dtype()) : "an undefined array");
+  TAGFLOW_CHECK(!contexts.empty(), "load: parameter '{}': expected at least one device", name_);
+  for (Context c : contexts) check_device(c);
+  TAGFLOW_CHECK(accepts_shape(value.shape()), "load: parameter '{}' has shape ({}), the value ({})",
+                name_, shape_.str(), value.shape().str());
+  shape_ = value.shape();
+  deferred_init_ = nullptr;  // the value replaces a deferred initialization
+  deferred_contexts_.clear();
+  data_.clear();
+  for (Context c : contexts) {
+    NDArray copy = value.detach().copyto(c);
+    copy.attach_grad(grad_req_);
+    data_.push_back(copy);
+  }
+  contexts_ = contexts;
 }
 
 void Parameter::reset_ctx(const std::vector<Context>& contexts) {

@@ -30,6 +30,9 @@ class Parameter {
   const std::string& name() const { return name_; }
   const Shape& shape() const { return shape_; }
   GradReq grad_req() const { return grad_req_; }
+  /// Whether `shape` agrees with the declared shape's known extents (0 is
+  /// unknown and agrees with any).
+  bool accepts_shape(const Shape& shape) const;
   /// True once values exist on at least one device.
   bool initialized() const { return !data_.empty(); }
 
@@ -54,6 +57,11 @@ class Parameter {
 
   /// Copies `value` (same shape) into every device's copy.
   void set_data(const NDArray& value);
+  /// Makes copies of `value` (float32; its shape must agree with the known
+  /// extents, and gives the unknown ones) the parameter's data on every
+  /// device of `contexts`, whether or not it was initialized (gradients
+  /// reset). The way parameter files are loaded.
+  void load(const NDArray& value, const std::vector<Context>& contexts);
   /// Moves the parameter to `contexts` (values kept, gradients reset).
   void reset_ctx(const std::vector<Context>& contexts);
   /// Sets every gradient to 0 (for GradReq::kAdd).

@@ -1,0 +1,97 @@
+#include "tagflow/nn/conv_layers.h"
+
+#include "tagflow/nn/basic_layers.h"
+
+namespace tagflow::nn {
+
+namespace {
+
+void check_image_input(const Block& block, const NDArray& x) {
+  TAGFLOW_CHECK(x.defined() && x.ndim() == 4,
+                "{}: expected an input of shape (batch, channels, height, width), got {}",
+                block.name(), x.defined() ? "(" + x.shape().str() + ")" : "an undefined array");
+}
+
+bool positive(std::array<int, 2> pair) { return pair[0] > 0 && pair[1] > 0; }
+
+Pool2DOptions pool_options(const char* layer, Size2 pool_size, std::optional<Size2> strides,
+                           Size2 padding, bool count_include_pad) {
+  Pool2DOptions options{.kernel = pool_size.value,
+                        .stride = strides ? strides->value : pool_size.value,
+                        .padding = padding.value,
+                        .count_include_pad = count_include_pad};
+  TAGFLOW_CHECK(positive(options.kernel) && positive(options.stride) && options.padding[0] >= 0 &&
+                    options.padding[1] >= 0,
+                "{}: expected pool_size and strides > 0 and padding >= 0, got ({}, {}), ({}, {}) "
+                "and ({}, {})",
+                layer, options.kernel[0], options.kernel[1], options.stride[0], options.stride[1],
+                options.padding[0], options.padding[1]);
+  return options;
+}
+
+}  // namespace
+
+Conv2D::Conv2D(int channels, Size2 kernel_size, std::string activation, Conv2DOptions options,
+               int in_channels, bool use_bias, init::InitializerPtr weight_init,
+               init::InitializerPtr bias_init)
+    : Block("conv"), channels_(channels), activation_(std::move(activation)), options_(options) {
+  const auto [kh, kw] = kernel_size.value;
+  TAGFLOW_CHECK(channels > 0 && kh > 0 && kw > 0 && in_channels >= 0,
+                "Conv2D: expected channels > 0, a kernel_size > 0 and in_channels >= 0 (0: "
+                "inferred), got {}, ({}, {}) and {}",
+                channels, kh, kw, in_channels);
+  TAGFLOW_CHECK(
+      options.groups > 0 && channels % options.groups == 0 && in_channels % options.groups == 0,
+      "Conv2D: expected groups > 0 dividing channels ({}) and in_channels ({}), got {}", channels,
+      in_channels, options.groups);
+  TAGFLOW_CHECK(positive(options.stride) && positive(options.dilation) && options.padding[0] >= 0 &&
+                    options.padding[1] >= 0,
+                "Conv2D: expected stride and dilation > 0 and padding >= 0, got ({}, {}), "
+                "({}, {}) and ({}, {})",
+                options.stride[0], options.stride[1], options.dilation[0], options.dilation[1],
+                options.padding[0], options.padding[1]);
+  check_activation("Conv2D", activation_);
+  weight_ = register_parameter("weight", Shape{channels, in_channels / options.groups, kh, kw},
+                               std::move(weight_init));
+  if (use_bias) bias_ = register_parameter("bias", Shape{channels}, std::move(bias_init));
+}
+
+NDArray Conv2D::forward(const NDArray& x) {
+  check_image_input(*this, x);
+  const std::int64_t in_channels = x.shape()[1];
+  TAGFLOW_CHECK(in_channels % options_.groups == 0,
+                "{}: expected input channels divisible by groups ({}), got {}", name(),
+                options_.groups, in_channels);
+  Shape weight_shape = weight_->shape();
+  if (weight_shape[1] == 0) {
+    weight_->infer_shape(
+        Shape{weight_shape[0], in_channels / options_.groups, weight_shape[2], weight_shape[3]});
+  }
+  TAGFLOW_CHECK(weight_->shape()[1] * options_.groups == in_channels,
+                "{}: expected {} input channels, got {} (input shape ({}))", name(),
+                weight_->shape()[1] * options_.groups, in_channels, x.shape().str());
+  const Context ctx = x.context();
+  NDArray y =
+      conv2d(x, weight_->data(ctx), bias_ != nullptr ? bias_->data(ctx) : NDArray(), options_);
+  return activate(y, activation_);
+}
+
+MaxPool2D::MaxPool2D(Size2 pool_size, std::optional<Size2> strides, Size2 padding)
+    : Block("pool"), options_(pool_options("MaxPool2D", pool_size, strides, padding, true)) {}
+
+NDArray MaxPool2D::forward(const NDArray& x) {
+  check_image_input(*this, x);
+  return pool2d(x, PoolType::kMax, options_);
+}
+
+AvgPool2D::AvgPool2D(Size2 pool_size, std::optional<Size2> strides, Size2 padding,
+                     bool count_include_pad)
+    : Block("pool"),
+      options_(pool_options("AvgPool2D", pool_size, strides, padding, count_include_pad)) {}
+
+NDArray AvgPool2D::forward(const NDArray& x) {
+  check_image_input(*this, x);
+  return pool2d(x, PoolType::kAverage, options_);
+}
+
+}  // namespace tagflow::nn

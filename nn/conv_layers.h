@@ -1,0 +1,78 @@
+#pragma once
+// The image layers: Conv2D, MaxPool2D, AvgPool2D, on NCHW float32 input.
+// The tutorial's LeNet:
+//
+//   nn::Sequential net;
+//   net.add(nn::Conv2D(6, 5, "relu"), nn::MaxPool2D(2, 2),
+//           nn::Conv2D(16, 3, "relu"), nn::MaxPool2D(2, 2),
+//           nn::Dense(120, "relu"), nn::Dense(84, "relu"), nn::Dense(10));
+//
+// Every extent pair is (height, width); a single number means both:
+//
+//   nn::Conv2D(64, {3, 1}, "", {.stride = {2, 2}, .padding = {1, 0}})
+//   nn::AvgPool2D(3, 1, 1)          // 3x3 windows, stride 1, padding 1
+
+#include <array>
+#include <optional>
+#include <string>
+
+#include "tagflow/nn/block.h"
+#include "tagflow/ops/conv.h"
+#include "tagflow/ops/pool.h"
+
+namespace tagflow::nn {
+
+/// A (height, width) pair; an int gives both.
+struct Size2 {
+  Size2(int both) : value{both, both} {}  // NOLINT(google-explicit-constructor): reads as Gluon
+  Size2(int height, int width) : value{height, width} {}
+  std::array<int, 2> value;
+};
+
+/// y = activation(conv2d(x, weight, bias)), weight (channels, in_channels /
+/// groups, kh, kw), bias (channels). `in_channels` 0: inferred on the first
+/// call, and the initialization deferred until then.
+class Conv2D : public Block {
+ public:
+  explicit Conv2D(int channels, Size2 kernel_size, std::string activation = "",
+                  Conv2DOptions options = {}, int in_channels = 0, bool use_bias = true,
+                  init::InitializerPtr weight_init = nullptr,
+                  init::InitializerPtr bias_init = init::Zero());
+  NDArray forward(const NDArray& x) override;
+  const ParameterPtr& weight() const { return weight_; }
+  const ParameterPtr& bias() const { return bias_; }
+  const Conv2DOptions& options() const { return options_; }
+
+ private:
+  int channels_;
+  std::string activation_;
+  Conv2DOptions options_;
+  ParameterPtr weight_;
+  ParameterPtr bias_;  ///< null without a bias
+};
+
+/// The maximum of each window; `strides` defaults to the window (Gluon's
+/// MaxPool2D(pool_size, strides=None)).
+class MaxPool2D : public Block {
+ public:
+  explicit MaxPool2D(Size2 pool_size = 2, std::optional<Size2> strides = std::nullopt,
+                     Size2 padding = 0);
+  NDArray forward(const NDArray& x) override;
+
+ private:
+  Pool2DOptions options_;
+};
+
+/// The mean of each window; with `count_include_pad` the padding counts as
+/// zeros in the mean, else only the input elements in the window count.
+class AvgPool2D : public Block {
+ public:
+  explicit AvgPool2D(Size2 pool_size = 2, std::optional<Size2> strides = std::nullopt,
+                     Size2 padding = 0, bool count_include_pad = true);
+  NDArray forward(const NDArray& x) override;
+
+ private:
+  Pool2DOptions options_;
+};
+
+}  // namespace tagflow::nn
