@@ -1,9 +1,9 @@
 #include "tagflow/nn/loss.h"
 
 #include "tagflow/ops/elementwise.h"
-#include "tagflow/ops/one_hot.h"
 #include "tagflow/ops/reduce.h"
 #include "tagflow/ops/softmax.h"
+#include "tagflow/ops/softmax_cross_entropy.h"
 
 namespace tagflow::nn {
 
@@ -27,13 +27,20 @@ NDArray SoftmaxCrossEntropyLoss::operator()(const NDArray& pred, const NDArray& 
   TAGFLOW_CHECK(pred.ndim() == 2,
                 "SoftmaxCrossEntropyLoss: expected predictions of shape (batch, classes), got ({})",
                 pred.shape().str());
-  const NDArray log_p = log_softmax(pred, 1);
-  NDArray target = sparse_label_ ? one_hot(label.reshape({-1}), pred.shape()[1]) : label;
-  TAGFLOW_CHECK(target.shape() == pred.shape(),
+  if (sparse_label_) {
+    // Class indices: the fused operator (one operation forward, one
+    // backward; a label outside [0, classes) is an error on CPU devices and
+    // NaN on GPUs, see ops/softmax_cross_entropy.h). Labels of shape
+    // (batch, 1) are accepted as (batch).
+    TAGFLOW_CHECK(label.size() == pred.shape()[0],
+                  "SoftmaxCrossEntropyLoss: expected labels of shape ({}), got ({})",
+                  pred.shape()[0], label.shape().str());
+    return softmax_cross_entropy(pred, label.reshape({-1}));
+  }
+  TAGFLOW_CHECK(label.shape() == pred.shape(),
                 "SoftmaxCrossEntropyLoss: expected labels of shape ({}), got ({})",
-                sparse_label_ ? std::to_string(pred.shape()[0]) : pred.shape().str(),
-                label.shape().str());
-  return -sum(log_p * target, 1);
+                pred.shape().str(), label.shape().str());
+  return -sum(log_softmax(pred, 1) * label, 1);
 }
 
 NDArray L2Loss::operator()(const NDArray& pred, const NDArray& label) const {

@@ -3,7 +3,9 @@
 // run the CPU kernels), so reaching one of these is a bug.
 
 #include "tagflow/engine/error.h"
+#include "tagflow/ops/kernels/batch_norm_kernels.h"
 #include "tagflow/ops/kernels/conv_kernels.h"
+#include "tagflow/ops/kernels/dropout_kernels.h"
 #include "tagflow/ops/kernels/elementwise_kernels.h"
 #include "tagflow/ops/kernels/gemm_kernels.h"
 #include "tagflow/ops/kernels/join_kernels.h"
@@ -11,6 +13,7 @@
 #include "tagflow/ops/kernels/pool_kernels.h"
 #include "tagflow/ops/kernels/random_kernels.h"
 #include "tagflow/ops/kernels/reduce_kernels.h"
+#include "tagflow/ops/kernels/softmax_cross_entropy_kernels.h"
 #include "tagflow/ops/kernels/transpose_kernels.h"
 
 namespace tagflow::detail::gpu_kernels {
@@ -57,6 +60,19 @@ void reduce(ReduceOp, DType, const void*, void*, const ReducePlan&, void*) {
 }
 void softmax(bool, const float*, float*, SoftmaxShape, void*) { unavailable("softmax"); }
 
+// dropout_kernels.h, softmax_cross_entropy_kernels.h
+void dropout(const DropoutParams&, const float*, const float*, float*, std::int64_t, void*) {
+  unavailable("dropout");
+}
+void softmax_cross_entropy_forward(const float*, DType, const void*, const CrossEntropyShape&,
+                                   float*, float*, void*) {
+  unavailable("softmax_cross_entropy");
+}
+void softmax_cross_entropy_backward(const float*, DType, const void*, const float*, const float*,
+                                    const CrossEntropyShape&, float*, void*) {
+  unavailable("softmax_cross_entropy_backward");
+}
+
 void sgd(const SgdStep&, float*, const float*, float*, std::int64_t, void*) { unavailable("sgd"); }
 void adam(const AdamStep&, float*, const float*, float*, float*, std::int64_t, void*) {
   unavailable("adam");
@@ -84,6 +100,23 @@ void pool2d_forward(const PoolGeometry&, const float*, float*, int, void*) {
 void pool2d_backward(const PoolGeometry&, const float*, const float*, const float*, float*, int,
                      void*) {
   unavailable("pool2d_backward");
+}
+
+// batch_norm_kernels.h
+void batch_norm_forward_training(const BatchNormShape&, const BatchNormParams&, const float*,
+                                 const float*, const float*, float*, float*, float*, float*, float*,
+                                 int, void*) {
+  unavailable("batch_norm");
+}
+void batch_norm_forward_inference(const BatchNormShape&, const BatchNormParams&, const float*,
+                                  const float*, const float*, const float*, const float*, float*,
+                                  float*, float*, int, void*) {
+  unavailable("batch_norm");
+}
+void batch_norm_backward(const BatchNormShape&, const BatchNormParams&, bool, const float*,
+                         const float*, const float*, const float*, const float*, float*, float*,
+                         float*, int, void*) {
+  unavailable("batch_norm_backward");
 }
 
 }  // namespace tagflow::detail::gpu_kernels

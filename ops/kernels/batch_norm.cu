@@ -1,0 +1,190 @@
+// The GPU batch normalization kernels: cuDNN's batch normalization (the
+// legacy API of cuDNN 9, spatial mode: one mean and variance per channel
+// over the batch and the spatial axes) on the operation's stream, with the
+// per-stream handle of conv.cu. The input (N, C, ...) is described to cuDNN
+// as (N, C, spatial, 1), so an (N, C) array is (N, C, 1, 1) and a 3-D or
+// 5-D one is folded the same way; the per-channel tensors are (1, C, 1, 1).
+// cuDNN updates the running variance with the unbiased batch variance, as
+// the CPU kernels do (Note [Batch statistics and running statistics] in
+// batch_norm.h), and its exponentialAverageFactor is 1 - momentum. cuDNN
+// has no affine (inference) backward pass: that one, and the snapshot of
+// the running statistics an inference forward saves for it, are small
+// kernels of our own. Every status and launch is checked.
+
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <algorithm>
+
+#include "tagflow/ops/kernels/batch_norm_kernels.h"
+#include "tagflow/ops/kernels/conv_kernels.h"
+#include "tagflow/ops/kernels/cuda_check.h"
+
+namespace tagflow::detail::gpu_kernels {
+
+// batch_norm() refuses eps <= 0 before pushing anything; that check covers
+// cuDNN's minimum only while the minimum is not positive.
+static_assert(CUDNN_BN_MIN_EPSILON <= 0.0,
+              "cuDNN now needs eps >= CUDNN_BN_MIN_EPSILON > 0: check it in batch_norm.cc");
+
+namespace {
+
+constexpr int kThreads = 256;  // a power of two: the tree halves it
+constexpr std::int64_t kMaxBlocks = 65535 * 8;
+
+int as_int(std::int64_t value, const char* what) {
+  if (value > 0x7fffffff) throw_dimension_too_large(what, value);
+  return static_cast<int>(value);
+}
+
+/// Owns one cuDNN tensor descriptor (destroyed even when setting it up throws).
+struct TensorDescriptor {
+  cudnnTensorDescriptor_t desc = nullptr;
+  TensorDescriptor(std::int64_t n, std::int64_t c, std::int64_t h) {
+    check_cudnn(cudnnCreateTensorDescriptor(&desc), "batch_norm: cudnnCreateTensorDescriptor");
+    try {
+      check_cudnn(
+          cudnnSetTensor4dDescriptor(desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, as_int(n, "batch"),
+                                     as_int(c, "channels"), as_int(h, "spatial size"), 1),
+          "batch_norm: cudnnSetTensor4dDescriptor");
+    } catch (...) {
+      cudnnDestroyTensorDescriptor(desc);
+      throw;
+    }
+  }
+  ~TensorDescriptor() { cudnnDestroyTensorDescriptor(desc); }
+  TensorDescriptor(const TensorDescriptor&) = delete;
+  TensorDescriptor& operator=(const TensorDescriptor&) = delete;
+};
+
+/// The input as (N, C, spatial, 1) and the per-channel tensors as (1, C, 1, 1).
+struct BatchNormDescriptors {
+  TensorDescriptor x;
+  TensorDescriptor per_channel;
+  explicit BatchNormDescriptors(const BatchNormShape& s)
+      : x(s.batch, s.channels, s.spatial), per_channel(1, s.channels, 1) {
+    // cuDNN's strides are ints too.
+    as_int(s.channels * s.spatial, "channels times spatial size");
+  }
+};
+
+cudnnHandle_t handle(void* stream, int device) {
+  return static_cast<cudnnHandle_t>(cudnn_handle_for(stream, device));
+}
+
+cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
+
+unsigned block_count(std::int64_t work) {
+  return static_cast<unsigned>(std::clamp<std::int64_t>(work, 1, kMaxBlocks));
+}
+
+/// save_mean = running_mean, save_inv_std = 1 / sqrt(running_var + eps).
+__global__ void snapshot_kernel(const float* running_mean, const float* running_var, double eps,
+                                float* save_mean, float* save_inv_std, std::int64_t channels) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       c < channels; c += stride) {
+    save_mean[c] = running_mean[c];
+    save_inv_std[c] = static_cast<float>(1.0 / ::sqrt(static_cast<double>(running_var[c]) + eps));
+  }
+}
+
+/// The affine gradient (inference): a block per channel (grid-stride over
+/// channels); the block's threads stride over the channel's values, writing
+/// dx = gamma inv_std dy and summing dy and dy (x - mean) in double, then
+/// combine their sums in a shared-memory tree.
+__global__ void __launch_bounds__(kThreads)
+    affine_backward_kernel(BatchNormShape s, const float* x, const float* dy, const float* gamma,
+                           const float* mean, const float* inv_std, float* dx, float* dgamma,
+                           float* dbeta) {
+  __shared__ double shared_dy[kThreads];
+  __shared__ double shared_dy_xmu[kThreads];
+  const std::int64_t m = s.per_channel();
+  for (std::int64_t c = blockIdx.x; c < s.channels; c += gridDim.x) {
+    const float mu = mean[c];
+    const float istd = inv_std[c];
+    const auto a = static_cast<float>(static_cast<double>(gamma[c]) * istd);
+    double sum_dy = 0;
+    double sum_dy_xmu = 0;
+    for (std::int64_t j = threadIdx.x; j < m; j += kThreads) {
+      const std::int64_t i = ((j / s.spatial) * s.channels + c) * s.spatial + j % s.spatial;
+      const float g = dy[i];
+      sum_dy += g;
+      sum_dy_xmu += static_cast<double>(g) * (static_cast<double>(x[i]) - mu);
+      dx[i] = a * g;
+    }
+    shared_dy[threadIdx.x] = sum_dy;
+    shared_dy_xmu[threadIdx.x] = sum_dy_xmu;
+    __syncthreads();
+    for (int half = kThreads / 2; half > 0; half /= 2) {
+      if (static_cast<int>(threadIdx.x) < half) {
+        shared_dy[threadIdx.x] += shared_dy[threadIdx.x + half];
+        shared_dy_xmu[threadIdx.x] += shared_dy_xmu[threadIdx.x + half];
+      }
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+      dbeta[c] = static_cast<float>(shared_dy[0]);
+      dgamma[c] = static_cast<float>(shared_dy_xmu[0] * istd);
+    }
+    __syncthreads();  // the sums are read before the next channel overwrites them
+  }
+}
+
+}  // namespace
+
+void batch_norm_forward_training(const BatchNormShape& s, const BatchNormParams& p, const float* x,
+                                 const float* gamma, const float* beta, float* y, float* save_mean,
+                                 float* save_inv_std, float* running_mean, float* running_var,
+                                 int device, void* stream) {
+  cudnnHandle_t h = handle(stream, device);
+  BatchNormDescriptors d(s);
+  const float one = 1.f;
+  const float zero = 0.f;
+  check_cudnn(cudnnBatchNormalizationForwardTraining(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero,
+                                                     d.x.desc, x, d.x.desc, y, d.per_channel.desc,
+                                                     gamma, beta, 1.0 - p.momentum, running_mean,
+                                                     running_var, p.eps, save_mean, save_inv_std),
+              "batch_norm: cudnnBatchNormalizationForwardTraining");
+}
+
+void batch_norm_forward_inference(const BatchNormShape& s, const BatchNormParams& p, const float* x,
+                                  const float* gamma, const float* beta, const float* running_mean,
+                                  const float* running_var, float* y, float* save_mean,
+                                  float* save_inv_std, int device, void* stream) {
+  cudnnHandle_t h = handle(stream, device);
+  BatchNormDescriptors d(s);
+  const float one = 1.f;
+  const float zero = 0.f;
+  check_cudnn(cudnnBatchNormalizationForwardInference(
+                  h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, d.x.desc, x, d.x.desc, y,
+                  d.per_channel.desc, gamma, beta, running_mean, running_var, p.eps),
+              "batch_norm: cudnnBatchNormalizationForwardInference");
+  if (save_mean == nullptr) return;
+  snapshot_kernel<<<blocks_for(s.channels, kThreads), kThreads, 0, as_stream(stream)>>>(
+      running_mean, running_var, p.eps, save_mean, save_inv_std, s.channels);
+  check_launch("batch_norm snapshot kernel");
+}
+
+void batch_norm_backward(const BatchNormShape& s, const BatchNormParams& p, bool batch_statistics,
+                         const float* x, const float* dy, const float* gamma,
+                         const float* save_mean, const float* save_inv_std, float* dx,
+                         float* dgamma, float* dbeta, int device, void* stream) {
+  if (!batch_statistics) {
+    affine_backward_kernel<<<block_count(s.channels), kThreads, 0, as_stream(stream)>>>(
+        s, x, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta);
+    check_launch("batch_norm affine backward kernel");
+    return;
+  }
+  cudnnHandle_t h = handle(stream, device);
+  BatchNormDescriptors d(s);
+  const float one = 1.f;
+  const float zero = 0.f;
+  check_cudnn(
+      cudnnBatchNormalizationBackward(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero,
+                                      d.x.desc, x, d.x.desc, dy, d.x.desc, dx, d.per_channel.desc,
+                                      gamma, dgamma, dbeta, p.eps, save_mean, save_inv_std),
+      "batch_norm_backward: cudnnBatchNormalizationBackward");
+}
+
+}  // namespace tagflow::detail::gpu_kernels

@@ -1,0 +1,35 @@
+// The CUDA dropout kernel: a grid-stride loop over the body shared with the
+// CPU kernel (dropout_kernels.h), launched on the operation's stream. The
+// launch is checked.
+
+#include <cuda_runtime.h>
+
+#include "tagflow/ops/kernels/cuda_check.h"
+#include "tagflow/ops/kernels/dropout_kernels.h"
+
+namespace tagflow::detail::gpu_kernels {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+__global__ void dropout_kernel(DropoutParams params, const float* in, const float* uniform,
+                               float* out, std::int64_t n) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    out[i] = dropout_value(in[i], uniform[i], params);
+  }
+}
+
+}  // namespace
+
+void dropout(const DropoutParams& params, const float* in, const float* uniform, float* out,
+             std::int64_t n, void* stream) {
+  if (n == 0) return;
+  dropout_kernel<<<blocks_for(n, kThreads), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      params, in, uniform, out, n);
+  check_launch("dropout kernel");
+}
+
+}  // namespace tagflow::detail::gpu_kernels
