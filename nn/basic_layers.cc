@@ -1,5 +1,8 @@
 #include "tagflow/nn/basic_layers.h"
 
+#include "tagflow/ops/autograd.h"
+#include "tagflow/ops/batch_norm.h"
+#include "tagflow/ops/dropout.h"
 #include "tagflow/ops/elementwise.h"
 #include "tagflow/ops/linalg.h"
 
@@ -55,6 +58,43 @@ Activation::Activation(std::string activation)
 NDArray Flatten::forward(const NDArray& x) {
   TAGFLOW_CHECK(x.defined() && x.ndim() >= 1, "{}: expected an input with a batch axis", name());
   return x.reshape({x.shape()[0], -1});
+}
+
+Dropout::Dropout(double rate) : Block("dropout"), rate_(rate) {
+  TAGFLOW_CHECK(rate >= 0 && rate < 1, "Dropout: expected a rate in [0, 1), got {}", rate);
+}
+
+NDArray Dropout::forward(const NDArray& x) { return dropout(x, rate_, autograd::is_training()); }
+
+BatchNorm::BatchNorm(double momentum, double epsilon, bool center, bool scale, int in_channels)
+    : Block("batchnorm"), momentum_(momentum), epsilon_(epsilon) {
+  TAGFLOW_CHECK(momentum >= 0 && momentum <= 1 && epsilon > 0 && in_channels >= 0,
+                "BatchNorm: expected momentum in [0, 1], epsilon > 0 and in_channels >= 0 (0: "
+                "inferred), got {}, {} and {}",
+                momentum, epsilon, in_channels);
+  const Shape shape{in_channels};
+  gamma_ =
+      register_parameter("gamma", shape, init::One(), scale ? GradReq::kWrite : GradReq::kNull);
+  beta_ =
+      register_parameter("beta", shape, init::Zero(), center ? GradReq::kWrite : GradReq::kNull);
+  running_mean_ = register_parameter("running_mean", shape, init::Zero(), GradReq::kNull);
+  running_var_ = register_parameter("running_var", shape, init::One(), GradReq::kNull);
+}
+
+NDArray BatchNorm::forward(const NDArray& x) {
+  TAGFLOW_CHECK(x.defined() && x.ndim() >= 2,
+                "{}: expected an input of shape (batch, channels, ...), got {}", name(),
+                x.defined() ? "(" + x.shape().str() + ")" : "an undefined array");
+  const Shape channels{x.shape()[1]};
+  for (const ParameterPtr& p : {gamma_, beta_, running_mean_, running_var_}) {
+    if (p->shape()[0] == 0) p->infer_shape(channels);
+  }
+  TAGFLOW_CHECK(gamma_->shape() == channels, "{}: expected {} channels (axis 1), got input ({})",
+                name(), gamma_->shape()[0], x.shape().str());
+  const Context ctx = x.context();
+  return batch_norm(x, gamma_->data(ctx), beta_->data(ctx), running_mean_->data(ctx),
+                    running_var_->data(ctx),
+                    {.eps = epsilon_, .momentum = momentum_, .training = autograd::is_training()});
 }
 
 }  // namespace tagflow::nn

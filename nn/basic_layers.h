@@ -1,8 +1,17 @@
 #pragma once
-// The basic layers: Dense (fully connected), Activation, Flatten.
+// The basic layers, as Gluon's basic_layers: Dense (fully connected),
+// Activation, Flatten, Dropout, BatchNorm.
 //
 //   nn::Dense(120, "relu")          // in_units inferred on the first call
 //   nn::Dense(10, "", /*in_units=*/84)
+//   nn::Dropout(0.5)                // only while training
+//   nn::BatchNorm()                 // channels (axis 1) inferred
+//
+// Dropout and BatchNorm behave differently while training: inside
+// `autograd::record()` (training mode unless asked otherwise) Dropout drops
+// and BatchNorm normalizes with the batch's statistics and updates its
+// running ones; outside, Dropout passes its input through and BatchNorm
+// uses the running statistics.
 
 #include <string>
 
@@ -49,6 +58,44 @@ class Flatten : public Block {
  public:
   Flatten() : Block("flatten") {}
   NDArray forward(const NDArray& x) override;
+};
+
+/// Zeroes each element with probability `rate` while training, scaling the
+/// others by 1 / (1 - rate); the identity otherwise. The elements dropped
+/// come from the random stream of random::seed.
+class Dropout : public Block {
+ public:
+  /// Throws unless 0 <= rate < 1.
+  explicit Dropout(double rate);
+  NDArray forward(const NDArray& x) override;
+
+ private:
+  double rate_;
+};
+
+/// Batch normalization over axis 1 (channels) of (N, C) or (N, C, H, W)
+/// input: y = gamma (x - mean) / sqrt(var + epsilon) + beta per channel,
+/// see ops/batch_norm.h. Parameters gamma (ones), beta (zeros), and the
+/// running statistics running_mean (zeros) and running_var (ones), which
+/// are not learned (GradReq::kNull) but saved with the others. Without
+/// `center` beta stays 0, without `scale` gamma stays 1 (not learned).
+class BatchNorm : public Block {
+ public:
+  explicit BatchNorm(double momentum = 0.9, double epsilon = 1e-5, bool center = true,
+                     bool scale = true, int in_channels = 0);
+  NDArray forward(const NDArray& x) override;
+  const ParameterPtr& gamma() const { return gamma_; }
+  const ParameterPtr& beta() const { return beta_; }
+  const ParameterPtr& running_mean() const { return running_mean_; }
+  const ParameterPtr& running_var() const { return running_var_; }
+
+ private:
+  double momentum_;
+  double epsilon_;
+  ParameterPtr gamma_;
+  ParameterPtr beta_;
+  ParameterPtr running_mean_;
+  ParameterPtr running_var_;
 };
 
 }  // namespace tagflow::nn

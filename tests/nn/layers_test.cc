@@ -172,5 +172,112 @@ TEST(LayersTest, GradientsReachEveryParameterAndGradientDescentLowersTheLoss) {
   EXPECT_LT(total_loss(), before * 0.75f);  // 4.23 -> 2.24 in 20 steps
 }
 
+TEST(LayersTest, DropoutDropsOnlyWhileTraining) {
+  nn::Dropout drop(0.25);
+  const std::vector<float> x = values(4000, 1.f);
+  for (Context ctx : {cpu(0), gpu(1)}) {
+    const NDArray input = array(x, {40, 100}, ctx);
+    EXPECT_TRUE(drop(input).same_as(input)) << "outside record(): the identity";
+    random::seed(5);
+    NDArray y;
+    {
+      auto recording = autograd::record();
+      y = drop(input);
+    }
+    const std::vector<float> got = y.to_vector<float>();
+    int dropped = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (got[i] == 0.f && x[i] != 0.f) {
+        ++dropped;
+      } else {
+        ASSERT_FLOAT_EQ(got[i], x[i] / 0.75f) << "element " << i << " on " << ctx;
+      }
+    }
+    // 1000 expected; 5 standard deviations (27) either side.
+    EXPECT_NEAR(dropped, 1000, 140) << ctx;
+    {
+      auto predicting = autograd::record(/*train_mode=*/false);
+      EXPECT_TRUE(drop(input).same_as(input)) << "recording in predict mode: the identity";
+    }
+  }
+  EXPECT_THROW(nn::Dropout(1.0), Error);
+  EXPECT_THROW(nn::Dropout(-0.1), Error);
+}
+
+TEST(LayersTest, BatchNormUsesBatchStatisticsWhileTrainingAndRunningOnesAfter) {
+  // (N, C, H, W) = (3, 2, 2, 2): per channel 12 values.
+  const std::vector<float> x = values(3 * 2 * 2 * 2, 2.f);
+  auto channel_of = [](std::size_t i) { return (i / 4) % 2; };
+  double mean[2] = {0, 0}, var[2] = {0, 0};
+  for (std::size_t i = 0; i < x.size(); ++i) mean[channel_of(i)] += x[i] / 12.0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    var[channel_of(i)] += (x[i] - mean[channel_of(i)]) * (x[i] - mean[channel_of(i)]) / 12.0;
+  }
+  for (Context ctx : {cpu(1), gpu(0)}) {
+    nn::BatchNorm norm(0.9, 1e-5);
+    norm.initialize(init::Xavier(), {ctx});  // gamma, beta, statistics: their own initializers
+    const NDArray input = array(x, {3, 2, 2, 2}, ctx);
+    NDArray y;
+    {
+      auto recording = autograd::record();
+      y = norm(input);
+    }
+    ASSERT_EQ(norm.gamma()->shape(), (Shape{2}));
+    const std::vector<float> trained = y.to_vector<float>();
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const std::size_t c = channel_of(i);
+      EXPECT_NEAR(trained[i], (x[i] - mean[c]) / std::sqrt(var[c] + 1e-5), 1e-4) << i;
+    }
+    // running = 0.9 running + 0.1 batch statistic (the variance unbiased).
+    const std::vector<float> running_mean = norm.running_mean()->data().to_vector<float>();
+    const std::vector<float> running_var = norm.running_var()->data().to_vector<float>();
+    for (std::size_t c = 0; c < 2; ++c) {
+      EXPECT_NEAR(running_mean[c], 0.1 * mean[c], 1e-6) << ctx;
+      EXPECT_NEAR(running_var[c], 0.9 + 0.1 * var[c] * 12.0 / 11.0, 1e-6) << ctx;
+    }
+    // Predicting: the running statistics, which stay as they are.
+    const std::vector<float> predicted = norm(input).to_vector<float>();
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const std::size_t c = channel_of(i);
+      EXPECT_NEAR(predicted[i], (x[i] - running_mean[c]) / std::sqrt(running_var[c] + 1e-5), 1e-5)
+          << i;
+    }
+    EXPECT_EQ(norm.running_mean()->data().to_vector<float>(), running_mean);
+    EXPECT_EQ(norm.running_mean()->grad_req(), GradReq::kNull);
+    EXPECT_THROW((void)norm(zeros({3, 5, 2, 2}, DType::kFloat32, ctx)), Error);  // 5 channels
+  }
+  EXPECT_THROW(nn::BatchNorm(1.5), Error);
+  EXPECT_THROW(nn::BatchNorm(0.9, 0), Error);
+}
+
+TEST(LayersTest, TheTrainerLeavesBatchNormsRunningStatisticsToTheForwardPass) {
+  nn::Sequential net;
+  net.add(nn::Dense(4, "", 3), nn::BatchNorm(), nn::Dense(2));
+  net.initialize(init::Normal(0.5), {cpu(0)});
+  nn::Trainer trainer(net.collect_params(), "sgd", {.learning_rate = 0.5});
+  const NDArray x = array(values(6 * 3, 1.f), {6, 3});
+  const NDArray label = array(std::vector<std::int32_t>{0, 1, 1, 0, 1, 0}, {6});
+  nn::SoftmaxCrossEntropyLoss loss;
+  auto& norm = static_cast<nn::BatchNorm&>(net[1]);
+  std::vector<float> expected_mean(4, 0.f);
+  for (int step = 0; step < 3; ++step) {
+    NDArray hidden;
+    {
+      auto recording = autograd::record();
+      hidden = net[0](x);
+      loss(net[2](net[1](hidden)), label).backward();
+    }
+    // The forward pass moved the running mean towards the batch mean, and
+    // the optimizer step must not touch it.
+    const std::vector<float> batch_mean = mean(hidden.detach(), 0).to_vector<float>();
+    for (std::size_t c = 0; c < 4; ++c) {
+      expected_mean[c] = 0.9f * expected_mean[c] + 0.1f * batch_mean[c];
+    }
+    trainer.step(6);
+    const std::vector<float> running = norm.running_mean()->data().to_vector<float>();
+    for (std::size_t c = 0; c < 4; ++c) EXPECT_NEAR(running[c], expected_mean[c], 1e-5);
+  }
+}
+
 }  // namespace
 }  // namespace tagflow
