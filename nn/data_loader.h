@@ -1,0 +1,157 @@
+#pragma once
+// DataLoader: batches of a data set, as Gluon's gluon.data.DataLoader,
+// prepared by background threads while the devices work on the current one.
+//
+//   data::DataLoader train_data(train, 256, {.shuffle = true, .num_workers = 4});
+//   for (const auto& [data, label] : train_data) {
+//     // data: 256x1x28x28 float32, label: 256 int32, on cpu_pinned(0) with a
+//     // GPU present (cpu(0) without), ready to split_and_load
+//   }
+//   std::cout << train_data.size();   // batches per epoch: 235
+//
+// Each loop over the loader (each begin()) is a new epoch: with `shuffle`,
+// the samples in a new order drawn from `seed` and the epoch number, so the
+// same seed gives the same epochs whatever num_workers is.
+//
+// One thread iterates a loader (its workers are internal); the data set's
+// get() and transforms are called from the workers concurrently.
+//
+// Note [Samples live on the host]
+// Samples and transforms work on HostArrays, plain host memory, never on
+// NDArrays: an NDArray per sample would cost an engine operation (and a
+// variable) per sample, far more than ToTensor on a 28x28 image. The loader
+// stacks a batch's samples directly into the memory of one new NDArray per
+// batch for the data and one for the labels; as a new array has no pending
+// operation, that memory is the loader's to fill, without the engine, until
+// the batch is handed over. So the engine sees two arrays per batch, and
+// pinned memory (with a GPU) lets split_and_load copy them straight away.
+//
+// Note [Loader workers]
+// With num_workers = n > 0, n threads (made with the loader, joined by its
+// destructor) prepare whole batches: each claims the next batch number of the
+// epoch, builds it without holding any lock, and files it (or the exception
+// it threw) in a slot of a ring of `prefetch` slots. A worker may claim batch
+// k only while k < delivered + prefetch, so at most `prefetch` batches are
+// in flight and every claimed batch has a free slot; the consumer takes the
+// slot of the next batch in order, waiting on a condition variable if it is
+// not there yet. Starting a new epoch drops the old one's batches: workers
+// building one give up between two samples, and results that still arrive
+// are discarded. Destroying the loader requests a stop, which wakes idle
+// workers and makes busy ones leave between two samples, so it waits for no
+// more than one sample per worker. Nothing spins; every wait is on a
+// condition variable.
+
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <optional>
+
+#include "tagflow/engine/context.h"
+#include "tagflow/nn/dataset.h"
+#include "tagflow/ops/ndarray.h"
+
+namespace tagflow::data {
+
+/// What happens to the last samples of an epoch when they do not fill a batch
+/// (Gluon's last_batch).
+enum class LastBatch : std::uint8_t {
+  kKeep,      ///< a smaller last batch
+  kDiscard,   ///< dropped
+  kRollover,  ///< carried to the front of the next epoch
+};
+
+struct DataLoaderOptions {
+  /// Samples in a new random order every epoch.
+  bool shuffle = false;
+  /// With `shuffle`: epoch e's order is a function of (seed, e) alone.
+  std::uint64_t seed = 0;
+  LastBatch last_batch = LastBatch::kKeep;
+  /// 0: batches are built in the calling thread when asked for; n > 0: by n
+  /// background threads, ahead of use (Note [Loader workers]).
+  int num_workers = 0;
+  /// Batches in flight with workers (being built or ready); 0: 2 * num_workers.
+  int prefetch = 0;
+  /// Where batches live; by default cpu_pinned(0) when a GPU (real or
+  /// simulated) is present, else cpu(0). Must be a host context.
+  std::optional<Context> context;
+};
+
+/// One batch: the samples' data stacked along a new first axis, (batch, ...)
+/// in the samples' dtype, and their labels likewise, (batch, ...).
+struct Batch {
+  NDArray data;
+  NDArray label;
+};
+
+class DataLoader {
+ public:
+  /// Throws tagflow::Error for a batch_size below 1, a negative num_workers
+  /// or prefetch, or a context that is not a host context of this process.
+  DataLoader(Dataset dataset, std::int64_t batch_size, DataLoaderOptions options = {});
+  /// Stops and joins the workers, mid-epoch included (Note [Loader workers]).
+  ~DataLoader();
+  DataLoader(DataLoader&&) noexcept;
+  DataLoader& operator=(DataLoader&&) noexcept;
+
+  /// The batches of one epoch, in order. An input iterator: advancing it
+  /// waits for the next batch and rethrows, as its original type, the error
+  /// that building that batch raised (in get() or a transform); the epoch
+  /// then goes on with the batch after it (advance again). Only the iterator
+  /// of the latest epoch may be advanced (others throw tagflow::Error).
+  class Iterator {
+   public:
+    using iterator_category = std::input_iterator_tag;
+    using value_type = Batch;
+    using difference_type = std::ptrdiff_t;
+    using pointer = Batch*;
+    using reference = Batch&;
+
+    /// The end of every epoch.
+    Iterator() = default;
+    Batch& operator*() const { return *batch_; }
+    Batch* operator->() const { return &*batch_; }
+    Iterator& operator++();
+    void operator++(int) { ++*this; }
+    friend bool operator==(const Iterator& a, const Iterator& b) {
+      return a.batch_.has_value() == b.batch_.has_value() &&
+             (!a.batch_ || (a.epoch_ == b.epoch_ && a.position_ == b.position_));
+    }
+
+   private:
+    friend class DataLoader;
+    DataLoader* loader_ = nullptr;
+    std::uint64_t epoch_ = 0;
+    std::int64_t position_ = 0;
+    mutable std::optional<Batch> batch_;
+  };
+
+  /// Starts a new epoch (abandoning the current one, if any) and returns its
+  /// first batch, waiting for it.
+  Iterator begin();
+  Iterator end() { return {}; }
+
+  /// Starts a new epoch without waiting for a batch; next() then gives them.
+  void start_epoch();
+  /// The next batch of the current epoch (starting the first epoch if none
+  /// was), or nullopt when the epoch is over. Throws what building the batch
+  /// threw; the following call goes on with the batch after it.
+  std::optional<Batch> next();
+
+  /// Batches in the next epoch to start (Gluon's len(loader)): ceil(N /
+  /// batch_size) for kKeep, floor(N / batch_size) for kDiscard, and for
+  /// kRollover floor((carried + N) / batch_size), counting the samples the
+  /// epoch started last carries over.
+  std::int64_t size() const;
+  std::int64_t batch_size() const;
+  /// Epochs started so far; the current one, if any, is number epochs() - 1.
+  std::uint64_t epochs() const;
+  /// Where the batches live.
+  Context context() const;
+  const Dataset& dataset() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tagflow::data
