@@ -4,4 +4,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh build
-build/tools/tagflow bench engine "$@"
+build/tools/tagflow train "$@"

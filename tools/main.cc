@@ -1,4 +1,4 @@
-// The tagflow command line: info, bench.
+// The tagflow command line: info, train, bench.
 
 #include <cstdio>
 #include <exception>
@@ -11,6 +11,7 @@
 #include "tools/bench_engine.h"
 #include "tools/bench_ops.h"
 #include "tools/info.h"
+#include "tools/train.h"
 
 int main(int argc, char** argv) {
   using namespace tagflow;
@@ -18,6 +19,46 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   app.add_subcommand("info", "Devices, configuration and build");
+
+  auto* train = app.add_subcommand(
+      "train", "Train the tutorials' LeNet (or an MLP) on Fashion-MNIST and report each epoch");
+  tools::TrainOptions train_options;
+  std::string train_device;
+  std::string data_dir;
+  std::string save_path;
+  std::string load_path;
+  bool no_progress = false;
+  train->add_option("--model", train_options.model, "Network")
+      ->check(CLI::IsMember({"lenet", "mlp"}))
+      ->capture_default_str();
+  train->add_option("--device", train_device,
+                    "Device, e.g. cpu:0 or gpu:1 (default: gpu:0 if "
+                    "there is a GPU, else cpu:0)");
+  train->add_option("--epochs", train_options.epochs, "Epochs (0: evaluate only)")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  train->add_option("--batch-size", train_options.batch_size, "Samples per batch")
+      ->check(CLI::Range(1L, 1'000'000L))
+      ->capture_default_str();
+  train->add_option("--lr", train_options.learning_rate, "Learning rate")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  train->add_option("--optimizer", train_options.optimizer, "Optimizer")
+      ->check(CLI::IsMember({"sgd", "adam"}))
+      ->capture_default_str();
+  train->add_option("--data", data_dir,
+                    "Directory of the Fashion-MNIST files (default: the dataset-fashion-mnist "
+                    "package's, /usr/share/datasets/fashion-mnist)");
+  train->add_option("--save", save_path, "Write the trained parameters to this file");
+  train->add_option("--load", load_path, "Start from the parameters of this file");
+  train->add_option("--seed", train_options.seed, "Seed of the initial parameters and shuffle")
+      ->capture_default_str();
+  train->add_option("--workers", train_options.num_workers, "Data loader threads")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
+  train->add_option("--limit", train_options.limit, "Train on the first N images only (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  train->add_flag("--no-progress", no_progress, "No progress bar");
 
   auto* bench = app.add_subcommand("bench", "Benchmarks that print JSON lines and a table");
   bench->require_subcommand(1);
@@ -71,6 +112,15 @@ int main(int argc, char** argv) {
 
   try {
     if (app.got_subcommand("info")) return tools::run_info();
+    if (train->parsed()) {
+      train_options.device = train_device.empty() ? try_gpu() : Context::parse(train_device);
+      train_options.data_dir = data_dir;
+      train_options.save = save_path;
+      train_options.load = load_path;
+      train_options.progress = !no_progress;
+      (void)tools::run_train(train_options);
+      return 0;
+    }
     if (bench_engine->parsed()) {
       engine_options.engine = engine_kind == "naive" ? EngineKind::kNaive : EngineKind::kThreaded;
       const bool ok = tools::run_engine_bench(engine_options, EngineConfig::from_env());

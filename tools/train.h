@@ -1,0 +1,60 @@
+#pragma once
+// `tagflow train`: the tutorials' training loop on Fashion-MNIST, as a
+// command. One line per epoch (loss, training and test accuracy, seconds,
+// images per second), a progress bar on a terminal.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tagflow/nn/block.h"
+
+namespace tagflow::tools {
+
+struct TrainOptions {
+  /// "lenet" (the tutorials' network) or "mlp".
+  std::string model = "lenet";
+  Context device = cpu(0);
+  int epochs = 10;
+  std::int64_t batch_size = 256;
+  double learning_rate = 0.1;
+  /// "sgd" or "adam".
+  std::string optimizer = "sgd";
+  /// The Fashion-MNIST IDX files (plain or gzip).
+  std::filesystem::path data_dir;
+  /// Parameters written after training (none: empty).
+  std::filesystem::path save;
+  /// Parameters read before training instead of a fresh initialization.
+  std::filesystem::path load;
+  /// Initial parameters and the shuffle.
+  std::uint64_t seed = 1;
+  /// DataLoader threads preparing batches ahead.
+  int num_workers = 1;
+  /// Train on the first `limit` training images only (0: all).
+  std::int64_t limit = 0;
+  /// Draw a progress bar on stderr (when it is a terminal).
+  bool progress = true;
+};
+
+/// The network `name` ("lenet" or "mlp"), not yet initialized. Throws
+/// tagflow::Error for another name.
+std::shared_ptr<nn::Sequential> build_model(const std::string& name);
+
+/// What one epoch gave.
+struct EpochResult {
+  double loss = 0;  ///< mean per sample
+  double train_accuracy = 0;
+  double test_accuracy = 0;
+  double seconds = 0;  ///< training only, evaluation excluded
+  double images_per_second = 0;
+};
+
+/// Trains as `options` say, printing one line per epoch; returns each
+/// epoch's figures. With 0 epochs, evaluates only (one result, its
+/// test_accuracy set). Throws DataError when the data set is missing (saying
+/// how to install it), ParameterFileError for a bad `load` file.
+std::vector<EpochResult> run_train(const TrainOptions& options);
+
+}  // namespace tagflow::tools
