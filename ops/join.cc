@@ -2,9 +2,11 @@
 
 #include <memory>
 
+#include "tagflow/ops/autograd.h"
 #include "tagflow/ops/kernels/join_kernels.h"
 #include "tagflow/ops/kernels/launch.h"
 #include "tagflow/ops/operator_checks.h"
+#include "tagflow/ops/transpose.h"
 
 namespace tagflow {
 
@@ -69,6 +71,55 @@ std::int64_t extent_product(const Shape& shape, int axis) {
   return product;
 }
 
+/// Records the gradient of a join whose output has its inputs one after the
+/// other along `axis` of the output, input i taking `extents[i]` of it:
+/// input i's gradient is its part of the output's gradient, reshaped to its
+/// shape (for stack, the part has extent 1 along the new axis). Parts along
+/// the first axis are views; along another axis, the gradient is first
+/// transposed to bring that axis to the front, each part transposed back.
+void record_join(const char* op, NDArray& out, std::span<const NDArray> arrays, int axis,
+                 std::vector<std::int64_t> extents) {
+  if (!detail::recording()) return;
+  std::vector<std::shared_ptr<detail::GradNode>> producers;
+  bool any = false;
+  for (const NDArray& a : arrays) {
+    producers.push_back(a.grad_node());
+    any = any || producers.back() != nullptr;
+  }
+  if (!any) return;
+  std::vector<Shape> shapes;
+  std::vector<bool> needed;
+  for (std::size_t i = 0; i < arrays.size(); ++i) {
+    shapes.push_back(arrays[i].shape());
+    needed.push_back(producers[i] != nullptr);
+  }
+  const int ndim = out.ndim();
+  std::vector<int> to_front{axis};  // (axis, 0, 1, ..., axis - 1, axis + 1, ...)
+  std::vector<int> back(static_cast<std::size_t>(ndim));
+  for (int d = 0; d < ndim; ++d) {
+    if (d != axis) to_front.push_back(d);
+    back[static_cast<std::size_t>(d)] = d < axis ? d + 1 : (d == axis ? 0 : d);
+  }
+  detail::record_node(
+      op, out, std::move(producers),
+      [shapes = std::move(shapes), needed = std::move(needed), extents = std::move(extents), axis,
+       to_front = std::move(to_front), back = std::move(back)](const NDArray& out_grad) {
+        const NDArray moved = axis == 0 ? out_grad : transpose(out_grad, to_front);
+        std::vector<NDArray> grads(shapes.size());
+        std::int64_t begin = 0;
+        for (std::size_t i = 0; i < shapes.size(); ++i) {
+          const std::int64_t end = begin + extents[i];
+          if (needed[i]) {
+            NDArray part = moved.slice(begin, end);
+            if (axis != 0) part = transpose(part, back);
+            grads[i] = part.reshape(shapes[i]);
+          }
+          begin = end;
+        }
+        return grads;
+      });
+}
+
 }  // namespace
 
 NDArray concat(std::span<const NDArray> arrays, int axis) {
@@ -86,7 +137,11 @@ NDArray concat(std::span<const NDArray> arrays, int axis) {
                   kConcat, a, first.str(), ordinal(static_cast<int>(i) + 1), shape.str());
     out_shape[a] += shape[a];
   }
-  return push_join(kConcat, arrays, out_shape, extent_product(first, a));
+  NDArray out = push_join(kConcat, arrays, out_shape, extent_product(first, a));
+  std::vector<std::int64_t> extents;
+  for (const NDArray& array : arrays) extents.push_back(array.shape()[a]);
+  record_join(kConcat, out, arrays, a, std::move(extents));
+  return out;
 }
 
 NDArray concat(std::initializer_list<NDArray> arrays, int axis) {
@@ -116,7 +171,9 @@ NDArray stack(std::span<const NDArray> arrays, int axis) {
     if (d == a) out_shape.push_back(static_cast<std::int64_t>(arrays.size()));
     if (d < ndim) out_shape.push_back(first[d]);
   }
-  return push_join(kStack, arrays, out_shape, extent_product(first, a));
+  NDArray out = push_join(kStack, arrays, out_shape, extent_product(first, a));
+  record_join(kStack, out, arrays, a, std::vector<std::int64_t>(arrays.size(), 1));
+  return out;
 }
 
 NDArray stack(std::initializer_list<NDArray> arrays, int axis) {

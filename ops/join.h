@@ -2,7 +2,8 @@
 // Joining arrays: concat along an existing axis, stack along a new one (like
 // mx.nd.concat and mx.nd.stack). The inputs must live on one context and
 // share one dtype; nothing is copied implicitly. One engine operation reads
-// every input and writes the new output; the call returns at once.
+// every input and writes the new output; the call returns at once. Both are
+// recorded for autograd: each input's gradient is its part of the output's.
 //
 //   NDArray a = ones({2, 3}, DType::kFloat32, gpu(0));
 //   NDArray b = zeros({2, 1}, DType::kFloat32, gpu(0));

@@ -366,6 +366,81 @@ Values reduce_reference(const Values& x, std::array<bool, 3> reduced, double ini
   return y;
 }
 
+/// The inputs (row-major, shapes `shapes`) joined along `axis`, in double:
+/// for stack, every shape gains an extent-1 axis there first.
+Values join_reference(const std::vector<Values>& x, const std::vector<Shape>& shapes, int axis) {
+  std::int64_t rows = 1;
+  for (int d = 0; d < axis; ++d) rows *= shapes[0][d];
+  Values y;
+  for (std::int64_t row = 0; row < rows; ++row) {
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const auto width = static_cast<std::int64_t>(x[i].size()) / rows;
+      y.insert(y.end(), x[i].begin() + row * width, x[i].begin() + (row + 1) * width);
+    }
+  }
+  return y;
+}
+
+TEST(AutogradTest, ConcatAndStackGradients) {
+  std::vector<GradCase> cases;
+  cases.push_back({"concat axis 0",
+                   {{2, 3}, {1, 3}},
+                   [](const auto& in) {
+                     return concat({in[0], in[1]}, 0);
+                   },
+                   [](const auto& x) {
+                     return join_reference(x, {{2, 3}, {1, 3}}, 0);
+                   }});
+  cases.push_back({"concat axis 1 of three",
+                   {{2, 3}, {2, 1}, {2, 2}},
+                   [](const auto& in) {
+                     return concat({in[0], in[1], in[2]}, 1);
+                   },
+                   [](const auto& x) {
+                     return join_reference(x, {{2, 3}, {2, 1}, {2, 2}}, 1);
+                   }});
+  cases.push_back({"concat axis -1 of (2,2,3) and (2,2,2)",
+                   {{2, 2, 3}, {2, 2, 2}},
+                   [](const auto& in) {
+                     return concat({in[0], in[1]}, -1);
+                   },
+                   [](const auto& x) {
+                     return join_reference(x, {{2, 2, 3}, {2, 2, 2}}, 2);
+                   }});
+  cases.push_back({"concat of one input twice: the gradients add up",
+                   {{2, 2}},
+                   [](const auto& in) {
+                     return concat({in[0], in[0]}, 1);
+                   },
+                   [](const auto& x) {
+                     return join_reference({x[0], x[0]}, {{2, 2}, {2, 2}}, 1);
+                   }});
+  for (int axis : {0, 1, 2}) {
+    cases.push_back({fmt::format("stack axis {}", axis),
+                     {{2, 3}, {2, 3}, {2, 3}},
+                     [axis](const auto& in) {
+                       return stack({in[0], in[1], in[2]}, axis);
+                     },
+                     [axis](const auto& x) {
+                       return join_reference(x, {{2, 3}, {2, 3}, {2, 3}}, axis);
+                     }});
+  }
+  for (const GradCase& c : cases) {
+    for (Context ctx : grad_devices()) check_gradients(c, ctx);
+  }
+  // Only the inputs that need a gradient get one.
+  NDArray a = array({1.f, 2.f}, cpu(0));
+  NDArray b = array({3.f, 4.f}, cpu(0));
+  a.attach_grad();
+  {
+    auto recording = autograd::record();
+    NDArray joined = concat({a, b});
+    sum(joined * joined).backward();
+  }
+  EXPECT_EQ(a.grad().to_vector<float>(), (std::vector<float>{2.f, 4.f}));
+  EXPECT_THROW((void)b.grad(), Error);
+}
+
 TEST(AutogradTest, ReductionGradients) {
   auto plus = [](double a, double b) { return a + b; };
   auto squares = [](double a, double b) { return a + b * b; };
