@@ -1,5 +1,6 @@
 #include "tagflow/ops/elementwise.h"
 
+#include "tagflow/ops/autograd.h"
 #include "tagflow/ops/elementwise_grad.h"
 #include "tagflow/ops/kernels/elementwise_kernels.h"
 #include "tagflow/ops/kernels/launch.h"
@@ -318,6 +319,13 @@ NDArray NDArray::astype(DType dtype) const {
         rc, [=] { cpu_kernels::cast(from, dtype, in, data, n); },
         [=](void* stream) { gpu_kernels::cast(from, dtype, in, data, n, stream); });
   });
+  // Only float32 carries gradients: a float32 copy passes them through; a
+  // conversion from or to an integer type ends them (as a comparison does).
+  if (from == DType::kFloat32 && dtype == DType::kFloat32) {
+    detail::record("cast", out, {this}, [] {
+      return [](const NDArray& out_grad) { return std::vector<NDArray>{out_grad}; };
+    });
+  }
   return out;
 }
 

@@ -113,7 +113,7 @@ class NDArray {
   /// This very array when it already lives on `ctx`, else `copyto(ctx)`.
   NDArray as_in_context(Context ctx) const;
   /// The values converted to `dtype`, on the same device (a copy when the
-  /// dtype is already `dtype`).
+  /// dtype is already `dtype`). Gradients pass through a float32 copy only.
   NDArray astype(DType dtype) const;
 
   // --- views: share the memory and the variable --------------------------------

@@ -428,6 +428,15 @@ TEST(AutogradTest, ConcatAndStackGradients) {
   for (const GradCase& c : cases) {
     for (Context ctx : grad_devices()) check_gradients(c, ctx);
   }
+  cases.push_back({"astype(float32): a copy",
+                   {{2, 3}},
+                   [](const auto& in) { return in[0].astype(DType::kFloat32) * 3.f; },
+                   [](const auto& x) {
+                     Values y(x[0]);
+                     for (double& v : y) v *= 3;
+                     return y;
+                   }});
+  for (Context ctx : grad_devices()) check_gradients(cases.back(), ctx);
   // Only the inputs that need a gradient get one.
   NDArray a = array({1.f, 2.f}, cpu(0));
   NDArray b = array({3.f, 4.f}, cpu(0));
