@@ -329,8 +329,25 @@ DataLoader::Iterator DataLoader::begin() {
   it.loader_ = this;
   it.epoch_ = impl_->epochs() - 1;
   it.position_ = 0;
-  it.batch_ = impl_->next();
+  it.fetch();
   return it;
+}
+
+void DataLoader::Iterator::fetch() {
+  batch_.reset();
+  error_ = nullptr;
+  try {
+    batch_ = loader_->next();
+  } catch (...) {
+    error_ = std::current_exception();
+  }
+}
+
+Batch& DataLoader::Iterator::operator*() const {
+  if (error_) std::rethrow_exception(error_);
+  TAGFLOW_CHECK(batch_.has_value(),
+                "DataLoader::Iterator: the end of an epoch has no batch to dereference");
+  return *batch_;
 }
 
 DataLoader::Iterator& DataLoader::Iterator::operator++() {
@@ -342,8 +359,7 @@ DataLoader::Iterator& DataLoader::Iterator::operator++() {
                 "since started epoch {}; only the latest epoch's iterator may be advanced",
                 epoch_, loader_->epochs() - 1);
   ++position_;
-  batch_.reset();
-  batch_ = loader_->next();
+  fetch();
   return *this;
 }
 

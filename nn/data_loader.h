@@ -42,6 +42,7 @@
 // condition variable.
 
 #include <cstdint>
+#include <exception>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -93,11 +94,19 @@ class DataLoader {
   DataLoader(DataLoader&&) noexcept;
   DataLoader& operator=(DataLoader&&) noexcept;
 
-  /// The batches of one epoch, in order. An input iterator: advancing it
-  /// waits for the next batch and rethrows, as its original type, the error
-  /// that building that batch raised (in get() or a transform); the epoch
-  /// then goes on with the batch after it (advance again). Only the iterator
-  /// of the latest epoch may be advanced (others throw tagflow::Error).
+  /// The batches of one epoch, in order. An input iterator: begin() and
+  /// advancing wait for the next batch. A batch whose building raised an
+  /// error (in get() or a transform) is still a position of the epoch:
+  /// dereferencing the iterator there rethrows the error as its original
+  /// type, and advancing goes on with the batch after it, so a range-for
+  /// leaves with the error and a loop of your own may catch it and go on:
+  ///
+  ///   for (auto it = loader.begin(); it != loader.end(); ++it) {
+  ///     try { train(*it); } catch (const DataError& e) { log(e); }
+  ///   }
+  ///
+  /// Only the iterator of the latest epoch may be advanced (others throw
+  /// tagflow::Error).
   class Iterator {
    public:
     using iterator_category = std::input_iterator_tag;
@@ -108,21 +117,27 @@ class DataLoader {
 
     /// The end of every epoch.
     Iterator() = default;
-    Batch& operator*() const { return *batch_; }
-    Batch* operator->() const { return &*batch_; }
+    /// The batch; rethrows the error of a batch that failed.
+    Batch& operator*() const;
+    Batch* operator->() const { return &**this; }
     Iterator& operator++();
     void operator++(int) { ++*this; }
     friend bool operator==(const Iterator& a, const Iterator& b) {
-      return a.batch_.has_value() == b.batch_.has_value() &&
-             (!a.batch_ || (a.epoch_ == b.epoch_ && a.position_ == b.position_));
+      return a.at_end() == b.at_end() &&
+             (a.at_end() || (a.epoch_ == b.epoch_ && a.position_ == b.position_));
     }
 
    private:
     friend class DataLoader;
+    bool at_end() const { return !batch_ && !error_; }
+    /// Waits for the loader's next batch, or its error.
+    void fetch();
+
     DataLoader* loader_ = nullptr;
     std::uint64_t epoch_ = 0;
     std::int64_t position_ = 0;
     mutable std::optional<Batch> batch_;
+    std::exception_ptr error_;  ///< set instead of batch_ when building it failed
   };
 
   /// Starts a new epoch (abandoning the current one, if any) and returns its

@@ -303,11 +303,34 @@ TEST(DataLoaderTest, AWorkerErrorSurfacesAtItsBatchAsItsOwnType) {
     DataLoader loader(transformed, 4, {.num_workers = workers});
     auto it = loader.begin();
     EXPECT_EQ(labels_of(*it), iota(0, 4));
-    EXPECT_THROW(++it, BadPixel);
+    ++it;
+    ASSERT_FALSE(it == loader.end()) << "a failed batch is still a position of the epoch";
+    EXPECT_THROW((void)*it, BadPixel);
     ++it;  // the epoch goes on after the failed batch
     EXPECT_EQ(labels_of(*it), iota(8, 12));
     ++it;
     EXPECT_TRUE(it == loader.end());
+  }
+
+  // The first batch failing: begin() returns, the error waits at *it, and a
+  // loop that catches it goes on with the next batch.
+  const Dataset first_bad(8, [](std::int64_t i) {
+    if (i == 1) throw DataError("sample1.bin", "truncated");
+    return numbered_sample(i);
+  });
+  for (int workers : kWorkerCounts) {
+    DataLoader loader(first_bad, 4, {.num_workers = workers});
+    int errors = 0;
+    std::vector<std::vector<std::int32_t>> seen;
+    for (auto it = loader.begin(); it != loader.end(); ++it) {
+      try {
+        seen.push_back(labels_of(*it));
+      } catch (const DataError&) {
+        ++errors;
+      }
+    }
+    EXPECT_EQ(errors, 1) << "workers " << workers;
+    EXPECT_EQ(seen, std::vector<std::vector<std::int32_t>>{iota(4, 8)}) << "workers " << workers;
   }
 }
 
