@@ -1,7 +1,7 @@
 // The GPU batch normalization kernels: cuDNN's batch normalization (the
 // legacy API of cuDNN 9, spatial mode: one mean and variance per channel
 // over the batch and the spatial axes) on the operation's stream, with the
-// per-stream handle of conv.cu. The input (N, C, ...) is described to cuDNN
+// per-stream handle of cudnn_util.h. The input (N, C, ...) is described to cuDNN
 // as (N, C, spatial, 1), so an (N, C) array is (N, C, 1, 1) and a 3-D or
 // 5-D one is folded the same way; the per-channel tensors are (1, C, 1, 1).
 // cuDNN updates the running variance with the unbiased batch variance, as
@@ -17,8 +17,7 @@
 #include <algorithm>
 
 #include "tagflow/ops/kernels/batch_norm_kernels.h"
-#include "tagflow/ops/kernels/conv_kernels.h"
-#include "tagflow/ops/kernels/cuda_check.h"
+#include "tagflow/ops/kernels/cudnn_util.h"
 
 namespace tagflow::detail::gpu_kernels {
 
@@ -32,45 +31,16 @@ namespace {
 constexpr int kThreads = 256;  // a power of two: the tree halves it
 constexpr std::int64_t kMaxBlocks = 65535 * 8;
 
-int as_int(std::int64_t value, const char* what) {
-  if (value > 0x7fffffff) throw_dimension_too_large(what, value);
-  return static_cast<int>(value);
-}
-
-/// Owns one cuDNN tensor descriptor (destroyed even when setting it up throws).
-struct TensorDescriptor {
-  cudnnTensorDescriptor_t desc = nullptr;
-  TensorDescriptor(std::int64_t n, std::int64_t c, std::int64_t h) {
-    check_cudnn(cudnnCreateTensorDescriptor(&desc), "batch_norm: cudnnCreateTensorDescriptor");
-    try {
-      check_cudnn(
-          cudnnSetTensor4dDescriptor(desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, as_int(n, "batch"),
-                                     as_int(c, "channels"), as_int(h, "spatial size"), 1),
-          "batch_norm: cudnnSetTensor4dDescriptor");
-    } catch (...) {
-      cudnnDestroyTensorDescriptor(desc);
-      throw;
-    }
-  }
-  ~TensorDescriptor() { cudnnDestroyTensorDescriptor(desc); }
-  TensorDescriptor(const TensorDescriptor&) = delete;
-  TensorDescriptor& operator=(const TensorDescriptor&) = delete;
-};
-
 /// The input as (N, C, spatial, 1) and the per-channel tensors as (1, C, 1, 1).
 struct BatchNormDescriptors {
   TensorDescriptor x;
   TensorDescriptor per_channel;
   explicit BatchNormDescriptors(const BatchNormShape& s)
-      : x(s.batch, s.channels, s.spatial), per_channel(1, s.channels, 1) {
+      : x(s.batch, s.channels, s.spatial, 1), per_channel(1, s.channels, 1, 1) {
     // cuDNN's strides are ints too.
     as_int(s.channels * s.spatial, "channels times spatial size");
   }
 };
-
-cudnnHandle_t handle(void* stream, int device) {
-  return static_cast<cudnnHandle_t>(cudnn_handle_for(stream, device));
-}
 
 cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
 
@@ -137,7 +107,7 @@ void batch_norm_forward_training(const BatchNormShape& s, const BatchNormParams&
                                  const float* gamma, const float* beta, float* y, float* save_mean,
                                  float* save_inv_std, float* running_mean, float* running_var,
                                  int device, void* stream) {
-  cudnnHandle_t h = handle(stream, device);
+  cudnnHandle_t h = cudnn_handle(stream, device);
   BatchNormDescriptors d(s);
   const float one = 1.f;
   const float zero = 0.f;
@@ -152,7 +122,7 @@ void batch_norm_forward_inference(const BatchNormShape& s, const BatchNormParams
                                   const float* gamma, const float* beta, const float* running_mean,
                                   const float* running_var, float* y, float* save_mean,
                                   float* save_inv_std, int device, void* stream) {
-  cudnnHandle_t h = handle(stream, device);
+  cudnnHandle_t h = cudnn_handle(stream, device);
   BatchNormDescriptors d(s);
   const float one = 1.f;
   const float zero = 0.f;
@@ -176,7 +146,7 @@ void batch_norm_backward(const BatchNormShape& s, const BatchNormParams& p, bool
     check_launch("batch_norm affine backward kernel");
     return;
   }
-  cudnnHandle_t h = handle(stream, device);
+  cudnnHandle_t h = cudnn_handle(stream, device);
   BatchNormDescriptors d(s);
   const float one = 1.f;
   const float zero = 0.f;

@@ -23,6 +23,7 @@
 
 #include "tagflow/ops/kernels/conv_kernels.h"
 #include "tagflow/ops/kernels/cuda_check.h"
+#include "tagflow/ops/kernels/cudnn_util.h"
 
 namespace tagflow::detail::gpu_kernels {
 
@@ -30,33 +31,7 @@ namespace {
 
 constexpr std::size_t kMaxWorkspace = std::size_t{1} << 30;
 
-int as_int(std::int64_t value, const char* what) {
-  if (value > 0x7fffffff) throw_dimension_too_large(what, value);
-  return static_cast<int>(value);
-}
-
-/// Owns one cuDNN descriptor. A base class, so that a descriptor whose
-/// setting-up throws is still destroyed.
-template <typename Desc, cudnnStatus_t (*create)(Desc*), cudnnStatus_t (*destroy)(Desc)>
-struct OwnedDescriptor {
-  Desc desc = nullptr;
-  OwnedDescriptor() { check_cudnn(create(&desc), "cuDNN: creating a descriptor"); }
-  ~OwnedDescriptor() { destroy(desc); }
-  OwnedDescriptor(const OwnedDescriptor&) = delete;
-  OwnedDescriptor& operator=(const OwnedDescriptor&) = delete;
-};
-
-struct TensorDescriptor : OwnedDescriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor,
-                                          cudnnDestroyTensorDescriptor> {
-  TensorDescriptor(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
-    check_cudnn(
-        cudnnSetTensor4dDescriptor(desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, as_int(n, "batch"),
-                                   as_int(c, "channels"), as_int(h, "height"), as_int(w, "width")),
-        "cuDNN: cudnnSetTensor4dDescriptor");
-  }
-};
-
-struct FilterDescriptor : OwnedDescriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor,
+struct FilterDescriptor : CudnnDescriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor,
                                           cudnnDestroyFilterDescriptor> {
   explicit FilterDescriptor(const ConvGeometry& g) {
     check_cudnn(cudnnSetFilter4dDescriptor(desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
@@ -68,7 +43,7 @@ struct FilterDescriptor : OwnedDescriptor<cudnnFilterDescriptor_t, cudnnCreateFi
 };
 
 struct ConvolutionDescriptor
-    : OwnedDescriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
+    : CudnnDescriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
                       cudnnDestroyConvolutionDescriptor> {
   explicit ConvolutionDescriptor(const ConvGeometry& g) {
     check_cudnn(cudnnSetConvolution2dDescriptor(desc, g.pad_h, g.pad_w, g.stride_h, g.stride_w,
@@ -179,33 +154,11 @@ AlgoChoice choose(Pass pass, int device, const ConvGeometry& g, Find&& find) {
   return algo_cache().emplace(key, choice).first->second;
 }
 
-cudnnHandle_t handle(void* stream, int device) {
-  return static_cast<cudnnHandle_t>(cudnn_handle_for(stream, device));
-}
-
 }  // namespace
-
-void* cudnn_handle_for(void* stream, int device) {
-  static std::mutex mutex;
-  static auto* handles = new std::map<void*, cudnnHandle_t>;
-  std::lock_guard lock(mutex);
-  auto it = handles->find(stream);
-  if (it != handles->end()) return it->second;
-  check_cuda(cudaSetDevice(device), "cuDNN: cudaSetDevice");
-  cudnnHandle_t made = nullptr;
-  check_cudnn(cudnnCreate(&made), "cuDNN: cudnnCreate");
-  const cudnnStatus_t bound = cudnnSetStream(made, static_cast<cudaStream_t>(stream));
-  if (bound != CUDNN_STATUS_SUCCESS) {
-    cudnnDestroy(made);
-    check_cudnn(bound, "cuDNN: cudnnSetStream");
-  }
-  handles->emplace(stream, made);
-  return made;
-}
 
 void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
                     float* y, GpuScratch& scratch, int device, void* stream) {
-  cudnnHandle_t h = handle(stream, device);
+  cudnnHandle_t h = cudnn_handle(stream, device);
   ConvDescriptors d(g);
   const AlgoChoice c = choose(Pass::kForward, device, g, [&] {
     std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> perfs{};
@@ -237,7 +190,7 @@ void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const
 
 void conv2d_backward_data(const ConvGeometry& g, const float* w, const float* dy, float* dx,
                           GpuScratch& scratch, int device, void* stream) {
-  cudnnHandle_t h = handle(stream, device);
+  cudnnHandle_t h = cudnn_handle(stream, device);
   ConvDescriptors d(g);
   const AlgoChoice c = choose(Pass::kBackwardData, device, g, [&] {
     std::array<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT> perfs{};
@@ -267,7 +220,7 @@ void conv2d_backward_data(const ConvGeometry& g, const float* w, const float* dy
 
 void conv2d_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw,
                             GpuScratch& scratch, int device, void* stream) {
-  cudnnHandle_t h = handle(stream, device);
+  cudnnHandle_t h = cudnn_handle(stream, device);
   ConvDescriptors d(g);
   const AlgoChoice c = choose(Pass::kBackwardFilter, device, g, [&] {
     std::array<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>

@@ -73,9 +73,6 @@ void conv2d_backward_data(const ConvGeometry& g, const float* w, const float* dy
                           GpuScratch& scratch, int device, void* stream);
 void conv2d_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw,
                             GpuScratch& scratch, int device, void* stream);
-/// The cuDNN handle bound to `stream` (a cudnnHandle_t; made on first use
-/// on `device`), shared by the convolution and pooling kernels.
-void* cudnn_handle_for(void* stream, int device);
 }  // namespace gpu_kernels
 
 }  // namespace tagflow::detail

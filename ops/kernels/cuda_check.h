@@ -39,6 +39,14 @@ inline void check_cudnn(Status status, const char* what) {
     throw_cudnn_error(static_cast<int>(status), what);
 }
 
+/// `value` as an int, for a library's 32-bit argument; throws DeviceError
+/// naming `what` when it does not fit.
+inline int as_int(std::int64_t value, const char* what) {
+  if (value > 0x7fffffff) [[unlikely]]
+    throw_dimension_too_large(what, value);
+  return static_cast<int>(value);
+}
+
 /// After a kernel launch: a bad configuration shows here, at once.
 inline void check_launch(const char* kernel) { check_cuda(cudaGetLastError(), kernel); }
 

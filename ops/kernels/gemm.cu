@@ -37,11 +37,6 @@ cublasHandle_t handle_for(cudaStream_t stream, int device) {
   return handle;
 }
 
-int as_int(std::int64_t value, const char* what) {
-  if (value > 0x7fffffff) throw_dimension_too_large(what, value);
-  return static_cast<int>(value);
-}
-
 }  // namespace
 
 void gemm(const GemmPlan& plan, const float* a, const float* b, float* c, int device,

@@ -93,7 +93,6 @@ void conv2d_backward_weight(const ConvGeometry&, const float*, const float*, flo
                             int, void*) {
   unavailable("conv2d_backward_weight");
 }
-void* cudnn_handle_for(void*, int) { unavailable("cuDNN handle"); }
 void pool2d_forward(const PoolGeometry&, const float*, float*, int, void*) {
   unavailable("pool2d");
 }

@@ -1,0 +1,41 @@
+#pragma once
+// What the cuDNN kernels (convolution, pooling, batch normalization) share:
+// the handle of each stream, descriptors that are destroyed even when
+// setting them up throws, and float NCHW tensor descriptors. Internal to
+// ops/; included only by .cu files.
+
+#include <cudnn.h>
+
+#include <cstdint>
+
+#include "tagflow/ops/kernels/cuda_check.h"
+
+namespace tagflow::detail::gpu_kernels {
+
+/// The cuDNN handle bound to `stream`, made on first use on `device` and
+/// kept for the life of the process (streams live as long).
+cudnnHandle_t cudnn_handle(void* stream, int device);
+
+/// Owns one cuDNN descriptor; a base class, so that a descriptor whose
+/// setting-up (in the derived constructor) throws is still destroyed.
+template <typename Desc, cudnnStatus_t (*create)(Desc*), cudnnStatus_t (*destroy)(Desc)>
+struct CudnnDescriptor {
+  Desc desc = nullptr;
+  CudnnDescriptor() { check_cudnn(create(&desc), "cuDNN: creating a descriptor"); }
+  ~CudnnDescriptor() { destroy(desc); }
+  CudnnDescriptor(const CudnnDescriptor&) = delete;
+  CudnnDescriptor& operator=(const CudnnDescriptor&) = delete;
+};
+
+/// A float32 NCHW tensor of extents (n, c, h, w).
+struct TensorDescriptor : CudnnDescriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor,
+                                          cudnnDestroyTensorDescriptor> {
+  TensorDescriptor(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w) {
+    check_cudnn(
+        cudnnSetTensor4dDescriptor(desc, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, as_int(n, "batch"),
+                                   as_int(c, "channels"), as_int(h, "height"), as_int(w, "width")),
+        "cuDNN: cudnnSetTensor4dDescriptor");
+  }
+};
+
+}  // namespace tagflow::detail::gpu_kernels
