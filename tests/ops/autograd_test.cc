@@ -62,21 +62,9 @@ void check_gradients(const GradCase& c, Context ctx) {
   std::vector<Values> x;
   for (const auto& h : host) x.emplace_back(h.begin(), h.end());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const std::vector<float> grad = inputs[i].grad().to_vector<float>();
-    const std::size_t n = grad.size();
-    const std::size_t stride = std::max<std::size_t>(1, n / 40);  // at most ~40 elements each
-    for (std::size_t j = 0; j < n; j += stride) {
-      const double saved = x[i][j];
-      const double step = 1e-6 * std::max(1.0, std::abs(saved));
-      x[i][j] = saved + step;
-      const double up = loss(x);
-      x[i][j] = saved - step;
-      const double down = loss(x);
-      x[i][j] = saved;
-      const double numeric = (up - down) / (2 * step);
-      EXPECT_NEAR(grad[j], numeric, 2e-3 * std::max(1.0, std::abs(numeric)))
-          << c.name << " on " << ctx << ": input " << i << ", element " << j;
-    }
+    testing::expect_gradient_matches_finite_differences(
+        x[i], inputs[i].grad().to_vector<float>(), [&] { return loss(x); },
+        fmt::format("{} on {}: input {}", c.name, ctx.str(), i));
   }
 }
 

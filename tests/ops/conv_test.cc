@@ -177,20 +177,8 @@ void check_conv_gradients(const ConvCase& c, Context ctx) {
     return total;
   };
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const std::vector<float> grad = inputs[i].grad().to_vector<float>();
-    const std::size_t stride = std::max<std::size_t>(1, grad.size() / 40);
-    for (std::size_t j = 0; j < grad.size(); j += stride) {
-      const double saved = x[i][j];
-      const double step = 1e-6 * std::max(1.0, std::abs(saved));
-      x[i][j] = saved + step;
-      const double up = loss();
-      x[i][j] = saved - step;
-      const double down = loss();
-      x[i][j] = saved;
-      const double numeric = (up - down) / (2 * step);
-      EXPECT_NEAR(grad[j], numeric, 2e-3 * std::max(1.0, std::abs(numeric)))
-          << "input " << i << ", element " << j;
-    }
+    testing::expect_gradient_matches_finite_differences(x[i], inputs[i].grad().to_vector<float>(),
+                                                        loss, "input " + std::to_string(i));
   }
 }
 

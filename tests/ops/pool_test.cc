@@ -140,17 +140,8 @@ void check_pool_gradient(const PoolCase& c, PoolType type, Context ctx) {
     for (std::size_t k = 0; k < y.size(); ++k) total += y[k] * r[k];
     return total;
   };
-  for (std::size_t j = 0; j < grad.size(); ++j) {
-    const double saved = xd[j];
-    const double step = 1e-6;
-    xd[j] = saved + step;
-    const double up = loss();
-    xd[j] = saved - step;
-    const double down = loss();
-    xd[j] = saved;
-    const double numeric = (up - down) / (2 * step);
-    EXPECT_NEAR(grad[j], numeric, 1e-4 * std::max(1.0, std::abs(numeric))) << "element " << j;
-  }
+  testing::expect_gradient_matches_finite_differences(xd, grad, loss, "pool2d input",
+                                                      /*samples=*/grad.size(), /*tolerance=*/1e-4);
 }
 
 TEST(PoolTest, GradientsMatchFiniteDifferences) {

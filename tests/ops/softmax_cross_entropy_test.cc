@@ -143,18 +143,8 @@ TEST(SoftmaxCrossEntropyTest, GradientMatchesFiniteDifferences) {
         return total;
       };
       const std::vector<float> grad = pred.grad().to_vector<float>();
-      const std::size_t stride = std::max<std::size_t>(1, grad.size() / 60);
-      for (std::size_t j = 0; j < grad.size(); j += stride) {
-        const double saved = xd[j];
-        const double step = 1e-6 * std::max(1.0, std::abs(saved));
-        xd[j] = saved + step;
-        const double up = objective();
-        xd[j] = saved - step;
-        const double down = objective();
-        xd[j] = saved;
-        const double numeric = (up - down) / (2 * step);
-        EXPECT_NEAR(grad[j], numeric, 2e-3 * std::max(1.0, std::abs(numeric))) << "element " << j;
-      }
+      testing::expect_gradient_matches_finite_differences(xd, grad, objective, "pred",
+                                                          /*samples=*/60);
       // The label element of each row, where onehot enters, checked exactly.
       for (std::size_t i = 0; i < labels.size(); ++i) {
         const std::size_t j =

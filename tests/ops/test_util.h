@@ -2,6 +2,7 @@
 // Helpers shared by the operator tests: the devices every test loops over,
 // random host data, and comparison against double-precision references.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -53,6 +54,29 @@ inline void expect_close(const std::vector<float>& actual, const std::vector<dou
     if (!ok && reported++ < 5) {
       ADD_FAILURE() << what << ": element " << i << " is " << a << ", expected " << e;
     }
+  }
+}
+
+/// Checks a computed gradient against central differences in double: for
+/// up to `samples` evenly spaced elements j of `x` (the values `loss`
+/// reads), (loss(x_j + h) - loss(x_j - h)) / 2h with h = 1e-6 max(1, |x_j|)
+/// must be within `tolerance` * max(1, |difference|) of `grad[j]`.
+inline void expect_gradient_matches_finite_differences(
+    std::vector<double>& x, const std::vector<float>& grad, const std::function<double()>& loss,
+    const std::string& what, std::size_t samples = 40, double tolerance = 2e-3) {
+  ASSERT_EQ(x.size(), grad.size()) << what;
+  const std::size_t stride = std::max<std::size_t>(1, grad.size() / samples);
+  for (std::size_t j = 0; j < grad.size(); j += stride) {
+    const double saved = x[j];
+    const double step = 1e-6 * std::max(1.0, std::abs(saved));
+    x[j] = saved + step;
+    const double up = loss();
+    x[j] = saved - step;
+    const double down = loss();
+    x[j] = saved;
+    const double numeric = (up - down) / (2 * step);
+    EXPECT_NEAR(grad[j], numeric, tolerance * std::max(1.0, std::abs(numeric)))
+        << what << ": element " << j;
   }
 }
 
