@@ -19,6 +19,7 @@
 #include "tagflow/nn/loss.h"
 #include "tagflow/nn/parameter.h"
 #include "tagflow/nn/safetensors.h"
+#include "tagflow/nn/split.h"
 #include "tagflow/nn/trainer.h"
 #include "tagflow/nn/transforms.h"
 #include "tagflow/ops/autograd.h"
