@@ -25,6 +25,7 @@
 #include <gtest/gtest.h>
 
 #include "tagflow/tagflow.h"
+#include "tests/ops/test_util.h"
 
 namespace tagflow::data {
 namespace {
@@ -103,16 +104,7 @@ std::vector<std::int32_t> iota(std::int32_t begin, std::int32_t end) {
   return v;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("(not a tagflow::Error) ") + e.what();
-  }
-  return "(no error)";
-}
+using tagflow::testing::error_of;
 
 TEST(DataLoaderTest, WithoutShuffleBatchesAreTheDatasetInOrder) {
   const Dataset dataset = numbered(10);

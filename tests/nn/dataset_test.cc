@@ -12,20 +12,12 @@
 #include <gtest/gtest.h>
 
 #include "tagflow/tagflow.h"
+#include "tests/ops/test_util.h"
 
 namespace tagflow::data {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("(not a tagflow::Error) ") + e.what();
-  }
-  return "(no error)";
-}
+using tagflow::testing::error_of;
 
 template <typename T>
 std::vector<T> values_of(const HostArray& a) {

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "tagflow/tagflow.h"
+#include "tests/ops/test_util.h"
 
 namespace tagflow::data {
 namespace {
@@ -49,17 +50,7 @@ std::vector<float> values_of(const HostArray& a) {
   return {v.begin(), v.end()};
 }
 
-/// The message of the tagflow::Error `f` throws, or "(no error)".
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("(not a tagflow::Error) ") + e.what();
-  }
-  return "(no error)";
-}
+using tagflow::testing::error_of;
 
 TEST(ToTensorTest, MatchesAPlainLoopForEveryChannelCount) {
   for (std::int64_t channels : {1, 3, 4}) {
