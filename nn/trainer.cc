@@ -1,13 +1,16 @@
 #include "tagflow/nn/trainer.h"
 
 #include "tagflow/ops/creation.h"
-#include "tagflow/ops/elementwise.h"
 #include "tagflow/ops/optimizer_update.h"
 
 namespace tagflow::nn {
 
-Trainer::Trainer(ParameterDict params, std::string optimizer, TrainerOptions options)
-    : params_(std::move(params)), optimizer_(std::move(optimizer)), options_(options) {
+Trainer::Trainer(ParameterDict params, std::string optimizer, TrainerOptions options,
+                 std::shared_ptr<GradientAggregator> aggregator)
+    : params_(std::move(params)),
+      optimizer_(std::move(optimizer)),
+      options_(options),
+      aggregator_(aggregator != nullptr ? std::move(aggregator) : make_local_aggregator()) {
   TAGFLOW_CHECK(optimizer_ == "sgd" || optimizer_ == "adam",
                 "Trainer: unknown optimizer \"{}\"; expected \"sgd\" or \"adam\"", optimizer_);
   TAGFLOW_CHECK(options_.learning_rate >= 0 && options_.weight_decay >= 0,
@@ -15,27 +18,43 @@ Trainer::Trainer(ParameterDict params, std::string optimizer, TrainerOptions opt
                 options_.learning_rate, options_.weight_decay);
 }
 
-std::vector<NDArray> Trainer::aggregated_grads(const Parameter& p) {
-  const std::vector<NDArray> grads = p.list_grad();
-  if (grads.size() == 1) return grads;
-  // Summed on the first device, then one copy back to each device.
-  NDArray total = grads[0];
-  for (std::size_t i = 1; i < grads.size(); ++i)
-    total = total + grads[i].copyto(grads[0].context());
-  std::vector<NDArray> copies{total};
-  for (std::size_t i = 1; i < grads.size(); ++i) copies.push_back(total.copyto(grads[i].context()));
-  return copies;
+void Trainer::check_initialized() const {
+  for (const ParameterPtr& p : params_) {
+    TAGFLOW_CHECK(p->grad_req() == GradReq::kNull || p->initialized(),
+                  "Trainer: parameter '{}' is not initialized", p->name());
+  }
+}
+
+void Trainer::allreduce_grads() {
+  TAGFLOW_CHECK(!aggregated_,
+                "Trainer::allreduce_grads: the gradients were already aggregated since the last "
+                "update; call update() (summing them again would count every device twice)");
+  check_initialized();
+  // Last parameter first: backward finishes the last layers' gradients first.
+  for (std::size_t index = params_.size(); index-- > 0;) {
+    const Parameter& p = **(params_.begin() + static_cast<std::ptrdiff_t>(index));
+    if (p.grad_req() == GradReq::kNull || p.list_ctx().size() < 2) continue;
+    aggregator_->allreduce(p.list_grad(), static_cast<int>(index));
+  }
+  aggregated_ = true;
 }
 
 void Trainer::step(std::int64_t batch_size) {
   TAGFLOW_CHECK(batch_size > 0, "Trainer::step: expected a batch size > 0, got {}", batch_size);
+  if (!aggregated_) allreduce_grads();
+  update(batch_size);
+}
+
+void Trainer::update(std::int64_t batch_size) {
+  TAGFLOW_CHECK(batch_size > 0, "Trainer::update: expected a batch size > 0, got {}", batch_size);
+  check_initialized();
+  aggregated_ = false;
   ++steps_;
   if (states_.empty()) states_.resize(params_.size());
   std::size_t index = 0;
   for (const ParameterPtr& p : params_) {
     auto& states = states_[index++];
     if (p->grad_req() == GradReq::kNull) continue;
-    TAGFLOW_CHECK(p->initialized(), "Trainer::step: parameter '{}' is not initialized", p->name());
     const std::vector<NDArray>& weights = p->list_data();
     if (states.size() != weights.size()) {
       states.clear();
@@ -43,7 +62,7 @@ void Trainer::step(std::int64_t batch_size) {
         states.emplace_back(zeros_like(w.detach()), zeros_like(w.detach()));
       }
     }
-    const std::vector<NDArray> grads = aggregated_grads(*p);
+    const std::vector<NDArray> grads = p->list_grad();
     const double rescale = 1.0 / static_cast<double>(batch_size);
     for (std::size_t d = 0; d < weights.size(); ++d) {
       if (optimizer_ == "sgd") {

@@ -5,13 +5,30 @@
 //   ... forward and backward on a batch ...
 //   trainer.step(batch_size);   // gradients are divided by the batch size
 //
-// A parameter on several devices has its gradients summed over them, and
-// every copy receives the same update, so the copies stay identical.
+// A parameter on several devices has its gradients summed over them by a
+// GradientAggregator (high-priority engine operations, pushed last layer
+// first: Note [Aggregating as gradients become ready]), and every copy
+// receives the same update, so the copies stay identical:
+//
+//   std::vector<Context> devices = {gpu(0), gpu(1)};
+//   net.initialize(init::Xavier(), devices);
+//   nn::Trainer trainer(net.collect_params(), "sgd", {.learning_rate = 0.1});
+//   auto xs = nn::split_and_load(batch.data, devices);
+//   auto ys = nn::split_and_load(batch.label, devices);
+//   std::vector<NDArray> losses;
+//   {
+//     auto recording = autograd::record();
+//     for (std::size_t i = 0; i < devices.size(); ++i) losses.push_back(loss(net(xs[i]), ys[i]));
+//   }
+//   for (NDArray& l : losses) l.backward();
+//   trainer.step(batch.data.shape()[0]);   // the whole batch's size
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "tagflow/nn/gradient_aggregator.h"
 #include "tagflow/nn/parameter.h"
 
 namespace tagflow::nn {
@@ -29,25 +46,41 @@ struct TrainerOptions {
 class Trainer {
  public:
   /// `optimizer`: "sgd" (with momentum and weight decay) or "adam". Throws
-  /// for another name.
-  Trainer(ParameterDict params, std::string optimizer, TrainerOptions options = {});
+  /// for another name. `aggregator` sums gradients over devices (null: the
+  /// local one, make_local_aggregator()).
+  Trainer(ParameterDict params, std::string optimizer, TrainerOptions options = {},
+          std::shared_ptr<GradientAggregator> aggregator = nullptr);
 
   /// One update of every parameter that has a gradient, from the gradients
-  /// of the last backward, scaled by 1 / batch_size. Fused update operators
-  /// on each parameter's devices; returns at once.
+  /// of the last backward summed over devices, scaled by 1 / batch_size:
+  /// allreduce_grads() (unless called since the last update), then update().
+  /// Returns at once.
   void step(std::int64_t batch_size);
+
+  /// Pushes the aggregation of every parameter's gradients over its devices
+  /// (Note [Aggregating as gradients become ready]). For work between the
+  /// sum and the update, e.g. clipping by the global norm; then call
+  /// update(), not step(). Throws if called twice without an update between.
+  void allreduce_grads();
+  /// The fused update of every parameter's copies, from their gradients as
+  /// they are (aggregated or not). Returns at once.
+  void update(std::int64_t batch_size);
+
+  const GradientAggregator& aggregator() const { return *aggregator_; }
 
   double learning_rate() const { return options_.learning_rate; }
   void set_learning_rate(double rate) { options_.learning_rate = rate; }
   const std::string& optimizer() const { return optimizer_; }
 
  private:
-  /// The summed gradient of `p`, one copy on each of its devices.
-  static std::vector<NDArray> aggregated_grads(const Parameter& p);
+  void check_initialized() const;
 
   ParameterDict params_;
   std::string optimizer_;
   TrainerOptions options_;
+  std::shared_ptr<GradientAggregator> aggregator_;
+  /// allreduce_grads() ran since the last update().
+  bool aggregated_ = false;
   std::int64_t steps_ = 0;
   /// Optimiser state per parameter and device: momentum (sgd), or the first
   /// and second moments (adam). Made on the first step.

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "tagflow/engine/engine.h"
+#include "tagflow/ops/priority.h"
 
 namespace tagflow::detail {
 
@@ -106,6 +107,7 @@ void push_operation(const char* op, Context ctx, VarList reads, VarList writes, 
                       .ctx = ctx,
                       .reads = std::move(reads),
                       .writes = std::move(writes),
+                      .priority = current_priority(),
                       .fn = std::move(fn)});
 }
 

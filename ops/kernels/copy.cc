@@ -4,12 +4,16 @@
 
 #include "tagflow/engine/engine.h"
 #include "tagflow/engine/stream.h"
+#include "tagflow/ops/priority.h"
 
 namespace tagflow::detail {
 
 void push_copy(const CopyRequest& request) {
   if (request.bytes == 0) return;
-  Operation op{.name = "copy", .reads = {request.src_var}, .writes = {request.dst_var}};
+  Operation op{.name = "copy",
+               .reads = {request.src_var},
+               .writes = {request.dst_var},
+               .priority = current_priority()};
   if (!request.src_ctx.is_gpu() && !request.dst_ctx.is_gpu()) {
     op.ctx = request.dst_ctx;
     op.fn = [r = request](const RunContext&) { std::memcpy(r.dst, r.src, r.bytes); };

@@ -1,0 +1,44 @@
+#include "tagflow/nn/gradient_aggregator.h"
+
+#include "tagflow/ops/elementwise.h"
+#include "tagflow/ops/priority.h"
+
+namespace tagflow::nn {
+
+void check_aggregation_input(std::span<const NDArray> copies, int key, const char* who) {
+  TAGFLOW_CHECK(key >= 0, "{}: expected a key >= 0, got {}", who, key);
+  TAGFLOW_CHECK(!copies.empty(), "{}: expected at least one array, got none", who);
+  for (std::size_t i = 0; i < copies.size(); ++i) {
+    TAGFLOW_CHECK(copies[i].defined(), "{}: array {} of {} is undefined", who, i, copies.size());
+  }
+  const NDArray& first = copies[0];
+  for (std::size_t i = 1; i < copies.size(); ++i) {
+    const NDArray& a = copies[i];
+    TAGFLOW_CHECK(a.shape() == first.shape() && a.dtype() == first.dtype(),
+                  "{}: expected arrays of one shape and dtype, got ({}) {} at 0 and ({}) {} at {}",
+                  who, first.shape().str(), dtype_name(first.dtype()), a.shape().str(),
+                  dtype_name(a.dtype()), i);
+    for (std::size_t j = 0; j < i; ++j) {
+      TAGFLOW_CHECK(copies[j].context() != a.context(),
+                    "{}: expected one array per device, got arrays {} and {} both on {}", who, j, i,
+                    a.context().str());
+    }
+  }
+}
+
+void DeviceAggregator::allreduce(std::span<const NDArray> copies, int key) {
+  check_aggregation_input(copies, key, "DeviceAggregator::allreduce");
+  const std::size_t n = copies.size();
+  if (n == 1) return;
+  const PriorityScope urgent(kCommunicationPriority);
+  const std::size_t root = static_cast<std::size_t>(key) % n;
+  NDArray total = copies[root];
+  for (std::size_t i = 1; i < n; ++i) total += copies[(root + i) % n].copyto(total.context());
+  for (std::size_t i = 1; i < n; ++i) total.copyto(copies[(root + i) % n]);
+}
+
+std::unique_ptr<GradientAggregator> make_local_aggregator() {
+  return std::make_unique<DeviceAggregator>();
+}
+
+}  // namespace tagflow::nn

@@ -1,0 +1,74 @@
+#pragma once
+// GradientAggregator: sums one parameter's gradients over the devices that
+// hold a copy of it, so that every copy receives the same update.
+//
+//   auto aggregator = nn::make_local_aggregator();
+//   aggregator->allreduce(param->list_grad(), /*key=*/index);   // returns at once
+//   // every gradient of the list now holds their sum (once the work has run)
+//
+// Trainer::step calls it for every parameter; it is the one interface a
+// multi-process aggregator (MPI, NCCL across machines) implements as well.
+//
+// Note [Aggregating as gradients become ready]
+// backward() pushes its operations and returns; step() then pushes the
+// aggregation of each parameter, last layer first, with priority
+// kCommunicationPriority, before any update. The engine runs each
+// aggregation as soon as the gradients it reads are written, and ahead of
+// the ordinary operations ready on the same device, so the sums of the last
+// layers travel while the first layers' gradients are still being computed.
+// Pushing earlier (from a hook inside backward) would change nothing: with a
+// backward call per device, a parameter's gradients are only all known to
+// the host after the last device's backward has been pushed, which is
+// microseconds before step() runs.
+//
+// Note [Sum on a root device]
+// DeviceAggregator copies the other devices' gradients to one root device,
+// adds them there in a fixed order (root, root+1, ... modulo n), and copies
+// the sum back: 2(n-1) transfers and n-1 additions per parameter, all engine
+// operations (copies on the copy queues, so transfers overlap compute on
+// GPUs; peer copies between GPUs). The root rotates with the key, spreading
+// the additions over the devices. Every copy ends with the root's bytes, so
+// the copies stay bit-identical. Sums of more devices in a tree or a ring
+// would cut the root's traffic for large n; with the handful of devices one
+// machine holds the transfers dominate and this is simplest.
+
+#include <memory>
+#include <span>
+#include <string>
+
+#include "tagflow/ops/ndarray.h"
+
+namespace tagflow::nn {
+
+class GradientAggregator {
+ public:
+  virtual ~GradientAggregator() = default;
+
+  /// Pushes operations that make each of `copies` (the same parameter's
+  /// gradient on each of its devices: defined, equal shapes and dtypes,
+  /// distinct devices) hold the sum of them all; returns at once. `key`
+  /// (>= 0) names the parameter, the same in every process. A list of one
+  /// array is left as it is. Throws tagflow::Error for a list that breaks
+  /// these rules, before pushing anything.
+  virtual void allreduce(std::span<const NDArray> copies, int key) = 0;
+
+  /// Shown in logs, e.g. "device".
+  virtual std::string name() const = 0;
+};
+
+/// Engine copies and additions through a root device (Note [Sum on a root
+/// device]); any mix of CPU devices and GPUs, real or simulated.
+class DeviceAggregator final : public GradientAggregator {
+ public:
+  void allreduce(std::span<const NDArray> copies, int key) override;
+  std::string name() const override { return "device"; }
+};
+
+/// The aggregator for the devices of this process.
+std::unique_ptr<GradientAggregator> make_local_aggregator();
+
+/// Throws tagflow::Error unless `copies` can be aggregated (the rules of
+/// GradientAggregator::allreduce); `who` starts the message.
+void check_aggregation_input(std::span<const NDArray> copies, int key, const char* who);
+
+}  // namespace tagflow::nn

@@ -1,0 +1,35 @@
+#pragma once
+// PriorityScope: the engine priority of the operators a thread pushes.
+//
+//   {
+//     PriorityScope urgent(kCommunicationPriority);
+//     grad.copyto(buffer);   // runs before the ready ordinary operations of its device
+//     total += buffer;
+//   }
+//
+// Every operator (and copy) is an engine operation with a priority: among the
+// ready operations of a device, the higher one runs first. Outside any scope
+// it is 0. Scopes nest, the innermost wins, and each thread has its own.
+
+namespace tagflow {
+
+/// The priority of gradient aggregation and other communication that the
+/// rest of a step waits for (Note [Aggregating as gradients become ready] in
+/// nn/gradient_aggregator.h).
+inline constexpr int kCommunicationPriority = 100;
+
+class PriorityScope {
+ public:
+  explicit PriorityScope(int priority);
+  ~PriorityScope();
+  PriorityScope(const PriorityScope&) = delete;
+  PriorityScope& operator=(const PriorityScope&) = delete;
+
+ private:
+  int previous_;
+};
+
+/// The priority the calling thread's operators are pushed with.
+int current_priority();
+
+}  // namespace tagflow

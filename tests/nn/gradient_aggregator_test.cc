@@ -1,0 +1,162 @@
+// GradientAggregator and PriorityScope: sums over 2 to 4 devices (CPU
+// devices, simulated GPUs, mixed) against a plain double sum, every copy
+// bit-identical afterwards, whichever device is the root; bad lists refused
+// before anything changes.
+
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tagflow/nn/gradient_aggregator.h"
+#include "tagflow/ops/priority.h"
+#include "tagflow/tagflow.h"
+#include "tests/ops/test_util.h"
+
+namespace tagflow {
+namespace {
+
+using testing::error_of;
+using testing::random_floats;
+
+std::vector<std::vector<Context>> device_sets() {
+  return {{cpu(0), cpu(1)}, {cpu(2), cpu(0), cpu(1)},         {cpu(0), cpu(1), cpu(2), cpu(3)},
+          {gpu(0), gpu(1)}, {gpu(0), gpu(1), gpu(2), gpu(3)}, {gpu(1), cpu(0), gpu(0), cpu(1)}};
+}
+
+std::string text(const std::vector<Context>& devices) {
+  std::string s;
+  for (Context c : devices) s += c.str() + " ";
+  return s;
+}
+
+TEST(GradientAggregatorTest, EveryCopyHoldsTheSumWhicheverDeviceIsTheRoot) {
+  const Shape shape{7, 13};
+  const auto n = static_cast<std::size_t>(shape.size());
+  for (const std::vector<Context>& devices : device_sets()) {
+    for (int key = 0; key <= static_cast<int>(devices.size()); ++key) {
+      std::vector<NDArray> copies;
+      std::vector<double> expected(n, 0.0);
+      for (std::size_t d = 0; d < devices.size(); ++d) {
+        const std::vector<float> values =
+            random_floats(n, -2.f, 2.f, static_cast<std::uint32_t>(100 * key + d));
+        for (std::size_t i = 0; i < n; ++i) expected[i] += values[i];
+        copies.push_back(array(values, shape, devices[d]));
+      }
+      nn::DeviceAggregator aggregator;
+      aggregator.allreduce(copies, key);
+      const std::string what = text(devices) + "key " + std::to_string(key);
+      const std::vector<float> first = copies[0].to_vector<float>();
+      testing::expect_close(first, expected, 1e-6, 1e-6, what);
+      for (std::size_t d = 0; d < copies.size(); ++d) {
+        EXPECT_EQ(copies[d].context(), devices[d]) << what;
+        EXPECT_EQ(copies[d].to_vector<float>(), first) << what << ": copy " << d;
+      }
+    }
+  }
+}
+
+TEST(GradientAggregatorTest, IntegerSumsAreExactAndRepeatedAggregationsCompound) {
+  const std::vector<Context> devices = {cpu(0), gpu(0), cpu(1), gpu(1)};
+  std::vector<NDArray> copies;
+  std::vector<std::int32_t> expected(6, 0);
+  for (std::size_t d = 0; d < devices.size(); ++d) {
+    std::vector<float> values(6);
+    for (std::size_t i = 0; i < 6; ++i) {
+      values[i] = static_cast<float>((d + 1) * 10 + i);
+      expected[i] += static_cast<std::int32_t>(values[i]);
+    }
+    copies.push_back(array(values, {2, 3}, devices[d]).astype(DType::kInt32));
+  }
+  nn::DeviceAggregator aggregator;
+  aggregator.allreduce(copies, 3);
+  for (const NDArray& c : copies) EXPECT_EQ(c.to_vector<std::int32_t>(), expected);
+  // Aggregating the sums again gives 4 times the sum on every device: no
+  // copy is read before the first aggregation has written it.
+  aggregator.allreduce(copies, 1);
+  for (std::int32_t& e : expected) e *= 4;
+  for (const NDArray& c : copies) EXPECT_EQ(c.to_vector<std::int32_t>(), expected);
+}
+
+TEST(GradientAggregatorTest, ManyParametersInFlightAtOnce) {
+  // Forty parameters of different sizes pushed back to back on four devices,
+  // as a step does, with no wait in between; then every one checked.
+  const std::vector<Context> devices = {cpu(0), cpu(1), gpu(0), gpu(1)};
+  nn::DeviceAggregator aggregator;
+  std::vector<std::vector<NDArray>> params;
+  std::vector<std::vector<double>> expected;
+  for (int key = 0; key < 40; ++key) {
+    const auto n = static_cast<std::size_t>(1 + (key * 37) % 300);
+    std::vector<NDArray> copies;
+    std::vector<double> sum(n, 0.0);
+    for (std::size_t d = 0; d < devices.size(); ++d) {
+      const std::vector<float> v =
+          random_floats(n, -1.f, 1.f, static_cast<std::uint32_t>(key * 10 + d));
+      for (std::size_t i = 0; i < n; ++i) sum[i] += v[i];
+      copies.push_back(array(v, {static_cast<std::int64_t>(n)}, devices[d]));
+    }
+    aggregator.allreduce(copies, key);
+    params.push_back(copies);
+    expected.push_back(sum);
+  }
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    for (const NDArray& c : params[k]) {
+      testing::expect_close(c.to_vector<float>(), expected[k], 1e-6, 1e-6,
+                            "parameter " + std::to_string(k) + " on " + c.context().str());
+    }
+  }
+}
+
+TEST(GradientAggregatorTest, OneCopyIsLeftAsItIs) {
+  NDArray only = array({1, 2, 3}, gpu(1));
+  nn::DeviceAggregator aggregator;
+  aggregator.allreduce(std::vector<NDArray>{only}, 5);
+  EXPECT_EQ(only.to_vector<float>(), (std::vector<float>{1, 2, 3}));
+}
+
+TEST(GradientAggregatorTest, BadListsAreRefusedBeforeAnythingChanges) {
+  nn::DeviceAggregator aggregator;
+  NDArray a = array({1, 2, 3}, cpu(0));
+  NDArray b = array({4, 5, 6}, cpu(1));
+  NDArray same_device = array({7, 8, 9}, cpu(0));
+  NDArray other_shape = array({1, 2}, gpu(0));
+  NDArray other_dtype = array({1, 2, 3}, gpu(0)).astype(DType::kInt32);
+  auto refuse = [&](std::vector<NDArray> copies, int key, const std::string& expected) {
+    const std::string message = error_of([&] { aggregator.allreduce(copies, key); });
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
+  };
+  refuse({}, 0, "expected at least one array, got none");
+  refuse({a, NDArray()}, 0, "array 1 of 2 is undefined");
+  refuse({a, b, same_device}, 0, "arrays 0 and 2 both on cpu(0)");
+  refuse({a, other_shape}, 0, "got (3) float32 at 0 and (2) float32 at 1");
+  refuse({a, other_dtype}, 0, "(3) int32 at 1");
+  refuse({a, b}, -1, "expected a key >= 0, got -1");
+  EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{1, 2, 3}));
+  EXPECT_EQ(b.to_vector<float>(), (std::vector<float>{4, 5, 6}));
+  EXPECT_EQ(same_device.to_vector<float>(), (std::vector<float>{7, 8, 9}));
+  // The engine is still usable.
+  aggregator.allreduce(std::vector<NDArray>{a, b}, 0);
+  EXPECT_EQ(b.to_vector<float>(), (std::vector<float>{5, 7, 9}));
+}
+
+TEST(PriorityScopeTest, ScopesNestAndRestore) {
+  EXPECT_EQ(current_priority(), 0);
+  {
+    const PriorityScope outer(kCommunicationPriority);
+    EXPECT_EQ(current_priority(), kCommunicationPriority);
+    {
+      const PriorityScope inner(-3);
+      EXPECT_EQ(current_priority(), -3);
+    }
+    EXPECT_EQ(current_priority(), kCommunicationPriority);
+    int other_thread = -1;
+    std::thread([&] { other_thread = current_priority(); }).join();
+    EXPECT_EQ(other_thread, 0);  // each thread has its own
+  }
+  EXPECT_EQ(current_priority(), 0);
+}
+
+}  // namespace
+}  // namespace tagflow
