@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
   auto* train = app.add_subcommand(
       "train", "Train the tutorials' LeNet (or an MLP) on Fashion-MNIST and report each epoch");
   tools::TrainOptions train_options;
-  std::string train_device;
+  std::string train_devices = "all";
   std::string data_dir;
   std::string save_path;
   std::string load_path;
@@ -31,9 +31,11 @@ int main(int argc, char** argv) {
   train->add_option("--model", train_options.model, "Network")
       ->check(CLI::IsMember({"lenet", "mlp"}))
       ->capture_default_str();
-  train->add_option("--device", train_device,
-                    "Device, e.g. cpu:0 or gpu:1 (default: gpu:0 if "
-                    "there is a GPU, else cpu:0)");
+  train
+      ->add_option("--devices", train_devices,
+                   "Devices the batch is split across: all (every GPU, else cpu:0), or a list "
+                   "such as gpu:0,gpu:1 or cpu:0,cpu:1")
+      ->capture_default_str();
   train->add_option("--epochs", train_options.epochs, "Epochs (0: evaluate only)")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
@@ -113,7 +115,7 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("info")) return tools::run_info();
     if (train->parsed()) {
-      train_options.device = train_device.empty() ? try_gpu() : Context::parse(train_device);
+      train_options.devices = tools::parse_devices(train_devices);
       train_options.data_dir = data_dir;
       train_options.save = save_path;
       train_options.load = load_path;

@@ -2,11 +2,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <deque>
+#include <string>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "tagflow/tagflow.h"
 
@@ -36,6 +39,13 @@ NDArray count_correct(const NDArray& scores, const NDArray& label) {
   return sum(equal(argmax(scores, 1).astype(DType::kFloat32), label.astype(DType::kFloat32)));
 }
 
+/// The sum of one-element float32 arrays, one wait each.
+double sum_on_host(const std::vector<NDArray>& values) {
+  double total = 0;
+  for (const NDArray& v : values) total += v.asscalar<float>();
+  return total;
+}
+
 /// "[=========>          ]  120/235" on stderr, redrawn in place.
 void draw_progress(std::int64_t done, std::int64_t total) {
   constexpr int kWidth = 30;
@@ -52,20 +62,44 @@ void clear_progress() {
   std::fflush(stderr);
 }
 
-/// Fraction of the samples of `loader` that `net` classifies right.
-double evaluate(nn::Block& net, data::DataLoader& loader, Context ctx) {
-  NDArray correct = zeros({1}, DType::kFloat32, ctx);
+/// Fraction of the samples of `loader` that `net` classifies right, each
+/// batch split across `devices`.
+double evaluate(nn::Block& net, data::DataLoader& loader, const std::vector<Context>& devices) {
+  std::vector<NDArray> correct;
+  for (Context c : devices) correct.push_back(zeros({1}, DType::kFloat32, c));
   std::int64_t samples = 0;
   for (const data::Batch& batch : loader) {
-    const NDArray x = batch.data.as_in_context(ctx);
-    const NDArray y = batch.label.as_in_context(ctx);
-    correct += count_correct(net(x), y);
+    const std::vector<NDArray> xs = nn::split_and_load(batch.data, devices, false);
+    const std::vector<NDArray> ys = nn::split_and_load(batch.label, devices, false);
+    for (std::size_t d = 0; d < xs.size(); ++d) correct[d] += count_correct(net(xs[d]), ys[d]);
     samples += batch.data.shape()[0];
   }
-  return samples == 0 ? 0.0 : correct.asscalar<float>() / static_cast<double>(samples);
+  return samples == 0 ? 0.0 : sum_on_host(correct) / static_cast<double>(samples);
+}
+
+std::string devices_text(const std::vector<Context>& devices) {
+  std::vector<std::string> names;
+  for (Context c : devices) names.push_back(c.str());
+  return fmt::format("{}", fmt::join(names, ", "));
 }
 
 }  // namespace
+
+std::vector<Context> parse_devices(const std::string& text) {
+  if (text == "all") return try_all_gpus();
+  std::vector<Context> devices;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t end = std::min(text.find(',', begin), text.size());
+    const Context c = Context::parse(text.substr(begin, end - begin));
+    TAGFLOW_CHECK(std::find(devices.begin(), devices.end(), c) == devices.end(),
+                  "train: the device {} is listed twice in \"{}\"", c.str(), text);
+    check_device(c);
+    devices.push_back(c);
+    begin = end + 1;
+  }
+  return devices;
+}
 
 std::shared_ptr<nn::Sequential> build_model(const std::string& name) {
   auto net = std::make_shared<nn::Sequential>();
@@ -85,8 +119,14 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
                 "train: expected epochs >= 0, a batch size > 0 and a learning rate > 0, got {}, "
                 "{} and {}",
                 options.epochs, options.batch_size, options.learning_rate);
-  check_device(options.device);
-  const Context ctx = options.device;
+  TAGFLOW_CHECK(!options.devices.empty(), "train: expected at least one device, got none");
+  for (Context c : options.devices) check_device(c);
+  const std::vector<Context>& devices = options.devices;
+  const auto device_count = static_cast<std::int64_t>(devices.size());
+  TAGFLOW_CHECK(options.batch_size >= device_count,
+                "train: a batch of {} samples cannot be split across {} devices: use a batch "
+                "size of at least {}",
+                options.batch_size, device_count, device_count);
   const std::filesystem::path dir =
       options.data_dir.empty() ? default_fashion_mnist_dir() : options.data_dir;
 
@@ -94,18 +134,25 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
   const data::Dataset train_set =
       options.epochs > 0 ? fashion_mnist(dir, true, options.limit)
                          : data::Dataset(0, [](std::int64_t) { return data::Sample{}; });
+  // A last batch with fewer samples than devices would leave a device
+  // without work (and its gradients stale): it is dropped instead.
+  const std::int64_t remainder = train_set.size() % options.batch_size;
+  const bool drop_last = remainder != 0 && remainder < device_count;
   data::DataLoader train_data(
       train_set, options.batch_size,
-      {.shuffle = true, .seed = options.seed, .num_workers = options.num_workers});
+      {.shuffle = true,
+       .seed = options.seed,
+       .last_batch = drop_last ? data::LastBatch::kDiscard : data::LastBatch::kKeep,
+       .num_workers = options.num_workers});
   data::DataLoader test_data(fashion_mnist(dir, false, 0), options.batch_size,
                              {.num_workers = options.num_workers});
 
   random::seed(options.seed);
   std::shared_ptr<nn::Sequential> net = build_model(options.model);
   if (options.load.empty()) {
-    net->initialize(init::Xavier(), {ctx});
+    net->initialize(init::Xavier(), devices);
   } else {
-    net->load_parameters(options.load, ctx);
+    net->load_parameters(options.load, devices);
   }
   nn::SoftmaxCrossEntropyLoss loss_function;
   nn::Trainer trainer(net->collect_params(), options.optimizer,
@@ -113,8 +160,9 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
 
   const bool progress = options.progress && isatty(STDERR_FILENO) != 0;
   fmt::print("train: {} on {}, {} training and {} test images, batch {}, {} learning rate {}\n",
-             options.model, ctx.str(), train_data.dataset().size(), test_data.dataset().size(),
-             options.batch_size, options.optimizer, options.learning_rate);
+             options.model, devices_text(devices), train_data.dataset().size(),
+             test_data.dataset().size(), options.batch_size, options.optimizer,
+             options.learning_rate);
   std::fflush(stdout);
 
   std::vector<EpochResult> results;
@@ -123,42 +171,52 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
     // Loss and accuracy stay on the device until the epoch ends (one wait
     // per epoch, not per batch). The host runs at most two batches ahead of
     // the device, which bounds the memory of the batches in flight.
-    NDArray total_loss = zeros({1}, DType::kFloat32, ctx);
-    NDArray correct = zeros({1}, DType::kFloat32, ctx);
-    std::deque<NDArray> in_flight;
+    std::vector<NDArray> total_loss;
+    std::vector<NDArray> correct;
+    for (Context c : devices) {
+      total_loss.push_back(zeros({1}, DType::kFloat32, c));
+      correct.push_back(zeros({1}, DType::kFloat32, c));
+    }
+    std::deque<std::vector<NDArray>> in_flight;
     std::int64_t samples = 0;
     std::int64_t batches = 0;
     const std::int64_t batches_per_epoch = train_data.size();
     for (const data::Batch& batch : train_data) {
-      const NDArray x = batch.data.as_in_context(ctx);
-      const NDArray y = batch.label.as_in_context(ctx);
-      NDArray scores;
-      NDArray loss;
+      // Each device takes its slice of the batch (copies on the copy
+      // queues); forward and backward run on every device at once.
+      const std::vector<NDArray> xs = nn::split_and_load(batch.data, devices, false);
+      const std::vector<NDArray> ys = nn::split_and_load(batch.label, devices, false);
+      std::vector<NDArray> scores(xs.size());
+      std::vector<NDArray> losses(xs.size());
       {
         auto recording = autograd::record();
-        scores = (*net)(x);
-        loss = loss_function(scores, y);
+        for (std::size_t d = 0; d < xs.size(); ++d) {
+          scores[d] = (*net)(xs[d]);
+          losses[d] = loss_function(scores[d], ys[d]);
+        }
       }
-      loss.backward();
-      const std::int64_t n = x.shape()[0];
-      trainer.step(n);
-      total_loss += sum(loss);
-      correct += count_correct(scores.detach(), y);
+      for (NDArray& l : losses) l.backward();
+      const std::int64_t n = batch.data.shape()[0];
+      trainer.step(n);  // gradients summed across devices, every copy updated
+      for (std::size_t d = 0; d < xs.size(); ++d) {
+        total_loss[d] += sum(losses[d]);
+        correct[d] += count_correct(scores[d].detach(), ys[d]);
+      }
       samples += n;
-      in_flight.push_back(loss);
+      in_flight.push_back(losses);
       if (in_flight.size() > 2) {
-        in_flight.front().wait_to_read();
+        for (const NDArray& l : in_flight.front()) l.wait_to_read();
         in_flight.pop_front();
       }
       if (progress) draw_progress(++batches, batches_per_epoch);
     }
     EpochResult result;
-    result.loss = total_loss.asscalar<float>() / static_cast<double>(samples);
-    result.train_accuracy = correct.asscalar<float>() / static_cast<double>(samples);
+    result.loss = sum_on_host(total_loss) / static_cast<double>(samples);
+    result.train_accuracy = sum_on_host(correct) / static_cast<double>(samples);
     result.seconds = seconds_since(start);
     result.images_per_second = static_cast<double>(samples) / result.seconds;
     if (progress) clear_progress();
-    result.test_accuracy = evaluate(*net, test_data, ctx);
+    result.test_accuracy = evaluate(*net, test_data, devices);
     fmt::print(
         "epoch {:>2}/{}: loss {:.4f}, train acc {:.4f}, test acc {:.4f}, {:.1f} s, {:.0f} "
         "images/s\n",
@@ -169,7 +227,7 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
   }
   if (options.epochs == 0) {  // evaluation only, e.g. of loaded parameters
     EpochResult result;
-    result.test_accuracy = evaluate(*net, test_data, ctx);
+    result.test_accuracy = evaluate(*net, test_data, devices);
     fmt::print("test acc {:.4f}\n", result.test_accuracy);
     results.push_back(result);
   }

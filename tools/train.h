@@ -16,7 +16,9 @@ namespace tagflow::tools {
 struct TrainOptions {
   /// "lenet" (the tutorials' network) or "mlp".
   std::string model = "lenet";
-  Context device = cpu(0);
+  /// The devices the batch is split across (data parallelism); parameters
+  /// live on each of them. The tool's default is every GPU, else cpu(0).
+  std::vector<Context> devices = {cpu(0)};
   int epochs = 10;
   std::int64_t batch_size = 256;
   double learning_rate = 0.1;
@@ -37,6 +39,12 @@ struct TrainOptions {
   /// Draw a progress bar on stderr (when it is a terminal).
   bool progress = true;
 };
+
+/// The device list of `--devices`: "all" (every GPU, else cpu(0)) or names
+/// separated by commas, e.g. "gpu:0,gpu:1" or "cpu:0,cpu:1". Throws
+/// tagflow::Error for a malformed or repeated name, DeviceError for a device
+/// that does not exist.
+std::vector<Context> parse_devices(const std::string& text);
 
 /// The network `name` ("lenet" or "mlp"), not yet initialized. Throws
 /// tagflow::Error for another name.

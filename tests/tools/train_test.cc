@@ -1,11 +1,14 @@
 // `tagflow train`'s loop on the real Fashion-MNIST (skipped when the
 // dataset-fashion-mnist package is missing): LeNet learns from a part of the
 // training set, the same seed gives the same losses whatever the number of
-// loader threads, and parameters saved on one device and loaded into a
-// fresh network on another give the same test accuracy.
+// loader threads and whatever the number of devices the batches are split
+// across (1, 2, 4: CPU devices and simulated GPUs), and parameters saved on
+// one device and loaded into a fresh network on another give the same test
+// accuracy.
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -65,6 +68,58 @@ TEST(TrainTest, TheSameSeedGivesTheSameLossesWhateverTheLoaderThreads) {
   EXPECT_NE(tools::run_train(options)[0].loss, serial[0].loss) << "another seed, other losses";
 }
 
+TEST(TrainTest, OneTwoAndFourDevicesGiveTheSameLosses) {
+  SKIP_WITHOUT_FASHION_MNIST();
+  tools::TrainOptions options = small_run();
+  options.limit = 1000;  // 15 batches of 64 and one of 40: every split is uneven somewhere
+  options.epochs = 2;
+  const auto one = tools::run_train(options);
+  ASSERT_EQ(one.size(), 2u);
+  const std::vector<std::vector<Context>> device_sets = {
+      {cpu(0), cpu(1)}, {cpu(0), cpu(1), cpu(2), cpu(3)}, {gpu(0), gpu(1), gpu(2), gpu(3)}};
+  for (const std::vector<Context>& devices : device_sets) {
+    options.devices = devices;
+    const auto many = tools::run_train(options);
+    ASSERT_EQ(many.size(), 2u);
+    for (std::size_t epoch = 0; epoch < 2; ++epoch) {
+      const std::string what = std::to_string(devices.size()) + " devices from " +
+                               devices[0].str() + ", epoch " + std::to_string(epoch);
+      EXPECT_NEAR(many[epoch].loss, one[epoch].loss, 1e-4 * one[epoch].loss) << what;
+      // A sample may flip on a near tie of two scores.
+      EXPECT_NEAR(many[epoch].train_accuracy, one[epoch].train_accuracy, 2e-3) << what;
+      EXPECT_NEAR(many[epoch].test_accuracy, one[epoch].test_accuracy, 5e-4) << what;
+    }
+  }
+}
+
+TEST(TrainTest, DeviceListsAreParsedOrRefusedClearly) {
+  EXPECT_EQ(tools::parse_devices("cpu:0,cpu:1"), (std::vector<Context>{cpu(0), cpu(1)}));
+  EXPECT_EQ(tools::parse_devices("gpu:1,cpu:0"), (std::vector<Context>{gpu(1), cpu(0)}));
+  EXPECT_EQ(tools::parse_devices("all"), try_all_gpus());
+  auto error_of = [](const std::string& text) -> std::string {
+    try {
+      (void)tools::parse_devices(text);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  EXPECT_NE(error_of("cpu:0,cpu:0").find("cpu(0) is listed twice"), std::string::npos);
+  EXPECT_NE(error_of("cpu:0,").find("expected"), std::string::npos) << error_of("cpu:0,");
+  EXPECT_NE(error_of("tpu:0").find("expected"), std::string::npos) << error_of("tpu:0");
+  EXPECT_NE(error_of("gpu:7").find("gpu(7)"), std::string::npos) << error_of("gpu:7");
+  tools::TrainOptions options = small_run();
+  options.devices = {cpu(0), cpu(1)};
+  options.batch_size = 1;
+  try {
+    (void)tools::run_train(options);
+    ADD_FAILURE() << "a batch of 1 split across 2 devices was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot be split across 2 devices"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(TrainTest, ParametersSavedOnOneDeviceEvaluateTheSameInAFreshNetworkOnAnother) {
   SKIP_WITHOUT_FASHION_MNIST();
   const std::filesystem::path file =
@@ -80,7 +135,7 @@ TEST(TrainTest, ParametersSavedOnOneDeviceEvaluateTheSameInAFreshNetworkOnAnothe
   tools::TrainOptions evaluate;
   evaluate.epochs = 0;
   evaluate.load = file;
-  evaluate.device = gpu(1);  // simulated by the test main
+  evaluate.devices = {gpu(1)};  // simulated by the test main
   evaluate.progress = false;
   const auto reloaded = tools::run_train(evaluate);
   std::filesystem::remove(file);
