@@ -8,6 +8,7 @@
 #include <deque>
 #include <string>
 
+#include <cblas.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -68,11 +69,21 @@ double evaluate(nn::Block& net, data::DataLoader& loader, const std::vector<Cont
   std::vector<NDArray> correct;
   for (Context c : devices) correct.push_back(zeros({1}, DType::kFloat32, c));
   std::int64_t samples = 0;
+  std::deque<std::vector<NDArray>> in_flight;  // as in training: at most two batches ahead
   for (const data::Batch& batch : loader) {
     const std::vector<NDArray> xs = nn::split_and_load(batch.data, devices, false);
     const std::vector<NDArray> ys = nn::split_and_load(batch.label, devices, false);
-    for (std::size_t d = 0; d < xs.size(); ++d) correct[d] += count_correct(net(xs[d]), ys[d]);
+    std::vector<NDArray> scores;
+    for (std::size_t d = 0; d < xs.size(); ++d) {
+      scores.push_back(net(xs[d]));
+      correct[d] += count_correct(scores.back(), ys[d]);
+    }
     samples += batch.data.shape()[0];
+    in_flight.push_back(std::move(scores));
+    if (in_flight.size() > 2) {
+      for (const NDArray& s : in_flight.front()) s.wait_to_read();
+      in_flight.pop_front();
+    }
   }
   return samples == 0 ? 0.0 : sum_on_host(correct) / static_cast<double>(samples);
 }
@@ -122,6 +133,13 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
   TAGFLOW_CHECK(!options.devices.empty(), "train: expected at least one device, got none");
   for (Context c : options.devices) check_device(c);
   const std::vector<Context>& devices = options.devices;
+  // Several devices whose kernels run on the host (cpu(i), simulated GPUs)
+  // call the BLAS at once; OpenBLAS runs concurrent multithreaded calls one
+  // after the other, so each device's calls get one thread instead.
+  const auto host_devices = std::count_if(devices.begin(), devices.end(), [](Context c) {
+    return !c.is_gpu() || Engine::get().gpus()[static_cast<std::size_t>(c.index)].simulated;
+  });
+  if (host_devices > 1) openblas_set_num_threads(1);
   const auto device_count = static_cast<std::int64_t>(devices.size());
   TAGFLOW_CHECK(options.batch_size >= device_count,
                 "train: a batch of {} samples cannot be split across {} devices: use a batch "
@@ -159,10 +177,18 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
                       {.learning_rate = options.learning_rate});
 
   const bool progress = options.progress && isatty(STDERR_FILENO) != 0;
-  fmt::print("train: {} on {}, {} training and {} test images, batch {}, {} learning rate {}\n",
-             options.model, devices_text(devices), train_data.dataset().size(),
-             test_data.dataset().size(), options.batch_size, options.optimizer,
-             options.learning_rate);
+  if (options.json) {
+    fmt::print(
+        "{{\"framework\":\"tagflow\",\"model\":\"{}\",\"devices\":\"{}\",\"train_images\":{},"
+        "\"batch_size\":{},\"optimizer\":\"{}\",\"learning_rate\":{}}}\n",
+        options.model, devices_text(devices), train_data.dataset().size(), options.batch_size,
+        options.optimizer, options.learning_rate);
+  } else {
+    fmt::print("train: {} on {}, {} training and {} test images, batch {}, {} learning rate {}\n",
+               options.model, devices_text(devices), train_data.dataset().size(),
+               test_data.dataset().size(), options.batch_size, options.optimizer,
+               options.learning_rate);
+  }
   std::fflush(stdout);
 
   std::vector<EpochResult> results;
@@ -217,11 +243,19 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
     result.images_per_second = static_cast<double>(samples) / result.seconds;
     if (progress) clear_progress();
     result.test_accuracy = evaluate(*net, test_data, devices);
-    fmt::print(
-        "epoch {:>2}/{}: loss {:.4f}, train acc {:.4f}, test acc {:.4f}, {:.1f} s, {:.0f} "
-        "images/s\n",
-        epoch + 1, options.epochs, result.loss, result.train_accuracy, result.test_accuracy,
-        result.seconds, result.images_per_second);
+    if (options.json) {
+      fmt::print(
+          "{{\"epoch\":{},\"loss\":{:.6f},\"train_accuracy\":{:.6f},\"test_accuracy\":{:.6f},"
+          "\"seconds\":{:.4f},\"images_per_second\":{:.1f}}}\n",
+          epoch + 1, result.loss, result.train_accuracy, result.test_accuracy, result.seconds,
+          result.images_per_second);
+    } else {
+      fmt::print(
+          "epoch {:>2}/{}: loss {:.4f}, train acc {:.4f}, test acc {:.4f}, {:.1f} s, {:.0f} "
+          "images/s\n",
+          epoch + 1, options.epochs, result.loss, result.train_accuracy, result.test_accuracy,
+          result.seconds, result.images_per_second);
+    }
     std::fflush(stdout);
     results.push_back(result);
   }

@@ -38,6 +38,9 @@ struct TrainOptions {
   std::int64_t limit = 0;
   /// Draw a progress bar on stderr (when it is a terminal).
   bool progress = true;
+  /// Print JSON lines (a header, then one per epoch) instead of text, for
+  /// `tagflow bench train`; the same fields as tools/pytorch_train.py's.
+  bool json = false;
 };
 
 /// The device list of `--devices`: "all" (every GPU, else cpu(0)) or names
