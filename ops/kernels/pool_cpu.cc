@@ -82,9 +82,91 @@ void for_each_window(const PoolGeometry& g, const Body& body) {
   });
 }
 
+/// The tutorials' pooling: 2x2 maximum windows, stride 2, no padding. The
+/// windows tile the plane, so each is read once from two rows, with no
+/// clipping; results are those of the general path, bit for bit.
+bool is_max_2x2(const PoolGeometry& g) {
+  return g.mode == PoolMode::kMax && g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 &&
+         g.stride_w == 2 && g.pad_h == 0 && g.pad_w == 0;
+}
+
+/// Offset in `row0` (row1 = row0 + in_w) of the first maximum of the window
+/// at column `c`, in the general path's order: row 0 left, right, row 1 left,
+/// right. NaN-free windows only.
+inline std::int64_t argmax_2x2(const float* row0, std::int64_t in_w, std::int64_t c) {
+  const float* row1 = row0 + in_w;
+  float best = row0[c];
+  std::int64_t at = c;
+  const bool b = row0[c + 1] > best;
+  best = b ? row0[c + 1] : best;
+  at = b ? c + 1 : at;
+  const bool d = row1[c] > best;
+  best = d ? row1[c] : best;
+  at = d ? in_w + c : at;
+  return row1[c + 1] > best ? in_w + c + 1 : at;
+}
+
+/// Runs `body(p, oh)` for every output row of every plane, a block of
+/// planes per task.
+template <typename Body>
+void for_each_output_row(const PoolGeometry& g, const Body& body) {
+  const std::int64_t per_plane = std::max<std::int64_t>(1, g.in_h * g.in_w);
+  const std::int64_t grain = std::max<std::int64_t>(1, kParallelGrain / per_plane);
+  parallel_for_range(g.planes(), grain, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t p = begin; p < end; ++p) {
+      for (std::int64_t oh = 0; oh < g.out_h; ++oh) body(p, oh);
+    }
+  });
+}
+
+void max_pool_2x2_forward(const PoolGeometry& g, const float* x, float* y) {
+  for_each_output_row(g, [&](std::int64_t p, std::int64_t oh) {
+    const float* row0 = x + p * g.in_h * g.in_w + 2 * oh * g.in_w;
+    const float* row1 = row0 + g.in_w;
+    float* out = y + (p * g.out_h + oh) * g.out_w;
+    bool nan = false;
+    for (std::int64_t ow = 0; ow < g.out_w; ++ow) {
+      const float a = row0[2 * ow], b = row0[2 * ow + 1], c = row1[2 * ow], d = row1[2 * ow + 1];
+      const float top = b > a ? b : a;
+      const float bottom = d > c ? d : c;
+      out[ow] = bottom > top ? bottom : top;
+      nan |= (a != a) | (b != b) | (c != c) | (d != d);
+    }
+    if (nan) [[unlikely]] {  // the general rule: the first NaN of the window
+      for (std::int64_t ow = 0; ow < g.out_w; ++ow) {
+        out[ow] = first_max(row0, g.in_w, {0, 2}, {2 * ow, 2 * ow + 2}).value;
+      }
+    }
+  });
+}
+
+void max_pool_2x2_backward(const PoolGeometry& g, const float* x, const float* dy, float* dx) {
+  for_each_output_row(g, [&](std::int64_t p, std::int64_t oh) {
+    const std::int64_t plane = p * g.in_h * g.in_w;
+    const float* row0 = x + plane + 2 * oh * g.in_w;
+    float* grad = dx + plane + 2 * oh * g.in_w;
+    const float* d = dy + (p * g.out_h + oh) * g.out_w;
+    std::fill(grad, grad + 2 * g.in_w, 0.f);
+    for (std::int64_t ow = 0; ow < g.out_w; ++ow) {
+      const float* r1 = row0 + g.in_w;
+      const std::int64_t c = 2 * ow;
+      const bool nan = (row0[c] != row0[c]) | (row0[c + 1] != row0[c + 1]) | (r1[c] != r1[c]) |
+                       (r1[c + 1] != r1[c + 1]);
+      const std::int64_t at =
+          nan ? first_max(row0, g.in_w, {0, 2}, {c, c + 2}).offset : argmax_2x2(row0, g.in_w, c);
+      grad[at] = d[ow];
+    }
+    // An odd last row is in no window: its gradient is 0.
+    if (oh == g.out_h - 1 && g.in_h > 2 * g.out_h) {
+      std::fill(grad + 2 * g.in_w, dx + plane + g.in_h * g.in_w, 0.f);
+    }
+  });
+}
+
 }  // namespace
 
 void pool2d_forward(const PoolGeometry& g, const float* x, float* y) {
+  if (is_max_2x2(g)) return max_pool_2x2_forward(g, x, y);
   const std::int64_t in_plane = g.in_h * g.in_w;
   const std::int64_t out_plane = g.out_h * g.out_w;
   for_each_window(g, [&](std::int64_t p, Span rows, Span cols, std::int64_t o) {
@@ -103,6 +185,7 @@ void pool2d_forward(const PoolGeometry& g, const float* x, float* y) {
 
 void pool2d_backward(const PoolGeometry& g, const float* x, const float* /*y*/, const float* dy,
                      float* dx) {
+  if (is_max_2x2(g)) return max_pool_2x2_backward(g, x, dy, dx);
   const std::int64_t in_plane = g.in_h * g.in_w;
   const std::int64_t out_plane = g.out_h * g.out_w;
   for_each_window(g, [&](std::int64_t p, Span rows, Span cols, std::int64_t o) {

@@ -65,8 +65,29 @@ class ReducedOffsets {
     }
   }
   std::int64_t offset() const { return offset_; }
-  void advance() {
-    for (int axis = plan_.reduced_ndim - 1; axis >= 0; --axis) {
+  void advance() { carry_from(plan_.reduced_ndim - 1); }
+  /// Elements left before the innermost reduced axis wraps (reduced_ndim > 0).
+  std::int64_t left_in_run() const {
+    const int last = plan_.reduced_ndim - 1;
+    return plan_.reduced_dims[last] - index_[last];
+  }
+  /// Moves `n` (<= left_in_run()) elements along the innermost reduced axis.
+  void advance_in_run(std::int64_t n) {
+    const int last = plan_.reduced_ndim - 1;
+    if (n < left_in_run()) {
+      offset_ += n * plan_.reduced_strides[last];
+      index_[last] += n;
+      return;
+    }
+    offset_ -= index_[last] * plan_.reduced_strides[last];
+    index_[last] = 0;
+    carry_from(last - 1);
+  }
+
+ private:
+  /// One step along `axis`, carrying into the outer axes.
+  void carry_from(int axis) {
+    for (; axis >= 0; --axis) {
       offset_ += plan_.reduced_strides[axis];
       if (++index_[axis] < plan_.reduced_dims[axis]) return;
       offset_ -= index_[axis] * plan_.reduced_strides[axis];
@@ -74,7 +95,6 @@ class ReducedOffsets {
     }
   }
 
- private:
   const ReducePlan& plan_;
   std::int64_t index_[Shape::kMaxDims] = {};
   std::int64_t offset_ = 0;
@@ -116,6 +136,22 @@ void reduce_with(const ReducePlan& plan, const T* in, typename R::Out* out) {
       const std::int64_t r_end = std::min(reduced, r_begin + kReduceBlock);
       if (r_begin == r_end) continue;  // nothing to reduce: the sum of no elements
       ReducedOffsets offsets(plan, r_begin);
+      if (lane_count == 1 && plan.reduced_ndim > 0 &&
+          plan.reduced_strides[plan.reduced_ndim - 1] == 1) {
+        // One output whose innermost reduced axis is contiguous (a sum over
+        // the batch and the pixels, as a convolution's bias gradient): whole
+        // runs of it at a time, in the same order as element by element.
+        Acc a = acc[0];
+        for (std::int64_t r = r_begin; r < r_end;) {
+          const std::int64_t run = std::min(r_end - r, offsets.left_in_run());
+          const T* src = base + offsets.offset();
+          for (std::int64_t i = 0; i < run; ++i) a = R::step(a, src[i], r + i);
+          offsets.advance_in_run(run);
+          r += run;
+        }
+        acc[0] = a;
+        continue;
+      }
       for (std::int64_t r = r_begin; r < r_end; ++r, offsets.advance()) {
         const T* src = base + offsets.offset();
         for (std::int64_t lane = 0; lane < lane_count; ++lane) {

@@ -192,6 +192,15 @@ TEST(PoolTest, PaddingCountsOnlyWhenAskedAndNaNsPropagate) {
     ASSERT_EQ(got.size(), 2u);
     EXPECT_TRUE(std::isnan(got[0])) << ctx;
     EXPECT_EQ(got[1], 7.f) << ctx;
+    // Backward, the NaN is the window's maximum and takes its gradient.
+    NDArray with_nan = array(std::vector<float>{1, 9, 2, 3, 4, NAN, 6, 7}, {1, 1, 2, 4}, ctx);
+    with_nan.attach_grad();
+    {
+      auto recording = autograd::record();
+      max_pool2d(with_nan).backward();
+    }
+    EXPECT_EQ(with_nan.grad().to_vector<float>(), (std::vector<float>{0, 0, 0, 0, 0, 1, 0, 1}))
+        << ctx;
   }
 }
 
