@@ -1,5 +1,11 @@
 #include "tagflow/nn/gradient_aggregator.h"
 
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "tagflow/engine/engine.h"
+#include "tagflow/nn/nccl_aggregator.h"
 #include "tagflow/ops/elementwise.h"
 #include "tagflow/ops/priority.h"
 
@@ -37,8 +43,53 @@ void DeviceAggregator::allreduce(std::span<const NDArray> copies, int key) {
   for (std::size_t i = 1; i < n; ++i) total.copyto(copies[(root + i) % n]);
 }
 
+namespace {
+
+/// NCCL between real GPUs when the build has it, engine copies otherwise,
+/// chosen per parameter from the devices of its copies.
+class LocalAggregator final : public GradientAggregator {
+ public:
+  void allreduce(std::span<const NDArray> copies, int key) override {
+    if (copies.size() > 1 && nccl_available() && on_real_gpus(copies)) {
+      clique(copies).allreduce(copies, key);
+    } else {
+      device_.allreduce(copies, key);
+    }
+  }
+  std::string name() const override { return nccl_available() ? "nccl or device" : "device"; }
+
+ private:
+  static bool on_real_gpus(std::span<const NDArray> copies) {
+    const auto& gpus = Engine::get().gpus();
+    return std::all_of(copies.begin(), copies.end(), [&](const NDArray& a) {
+      const Context c = a.context();
+      return c.is_gpu() && c.index < static_cast<int>(gpus.size()) &&
+             !gpus[static_cast<std::size_t>(c.index)].simulated;
+    });
+  }
+
+  /// The communicators of the copies' GPUs, made on first use.
+  NcclAggregator& clique(std::span<const NDArray> copies) {
+    std::vector<int> indices;
+    for (const NDArray& a : copies) indices.push_back(a.context().index);
+    std::sort(indices.begin(), indices.end());
+    std::unique_ptr<NcclAggregator>& entry = cliques_[indices];
+    if (!entry) {
+      std::vector<Context> gpus;
+      for (int i : indices) gpus.push_back(gpu(i));
+      entry = std::make_unique<NcclAggregator>(gpus);
+    }
+    return *entry;
+  }
+
+  DeviceAggregator device_;
+  std::map<std::vector<int>, std::unique_ptr<NcclAggregator>> cliques_;
+};
+
+}  // namespace
+
 std::unique_ptr<GradientAggregator> make_local_aggregator() {
-  return std::make_unique<DeviceAggregator>();
+  return std::make_unique<LocalAggregator>();
 }
 
 }  // namespace tagflow::nn

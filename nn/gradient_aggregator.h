@@ -64,7 +64,9 @@ class DeviceAggregator final : public GradientAggregator {
   std::string name() const override { return "device"; }
 };
 
-/// The aggregator for the devices of this process.
+/// The aggregator for the devices of this process: NcclAggregator for a
+/// parameter whose copies are all on real GPUs (when the build has NCCL),
+/// DeviceAggregator otherwise. Used from one thread at a time.
 std::unique_ptr<GradientAggregator> make_local_aggregator();
 
 /// Throws tagflow::Error unless `copies` can be aggregated (the rules of

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "tagflow/nn/gradient_aggregator.h"
+#include "tagflow/nn/nccl_aggregator.h"
 #include "tagflow/ops/priority.h"
 #include "tagflow/tagflow.h"
 #include "tests/ops/test_util.h"
@@ -139,6 +140,28 @@ TEST(GradientAggregatorTest, BadListsAreRefusedBeforeAnythingChanges) {
   // The engine is still usable.
   aggregator.allreduce(std::vector<NDArray>{a, b}, 0);
   EXPECT_EQ(b.to_vector<float>(), (std::vector<float>{5, 7, 9}));
+}
+
+TEST(NcclAggregatorTest, RefusesDevicesThatAreNotRealGpus) {
+  // No real GPU here: NCCL is compiled in (CUDA builds) but cannot run; the
+  // refusal must be a typed error naming the device.
+  auto error_text = [](const std::vector<Context>& devices) -> std::string {
+    try {
+      nn::NcclAggregator nccl(devices);
+    } catch (const DeviceError& e) {
+      return e.what();
+    }
+    return "(no DeviceError)";
+  };
+  EXPECT_NE(error_text({gpu(0), gpu(1)}).find("NCCL needs real GPUs, got gpu(0) (simulated)"),
+            std::string::npos)
+      << error_text({gpu(0), gpu(1)});
+  EXPECT_NE(error_text({cpu(0)}).find("NCCL needs real GPUs, got cpu(0)"), std::string::npos);
+  EXPECT_NE(error_text({}).find("expected at least one GPU"), std::string::npos);
+  // The local aggregator keeps simulated GPUs on engine copies.
+  std::vector<NDArray> copies = {array({1, 2}, gpu(0)), array({3, 4}, gpu(1))};
+  nn::make_local_aggregator()->allreduce(copies, 0);
+  EXPECT_EQ(copies[1].to_vector<float>(), (std::vector<float>{4, 6}));
 }
 
 TEST(PriorityScopeTest, ScopesNestAndRestore) {
