@@ -105,6 +105,10 @@ std::vector<Context> parse_devices(const std::string& text) {
     const Context c = Context::parse(text.substr(begin, end - begin));
     TAGFLOW_CHECK(std::find(devices.begin(), devices.end(), c) == devices.end(),
                   "train: the device {} is listed twice in \"{}\"", c.str(), text);
+    TAGFLOW_CHECK(!c.is_cpu_pinned(),
+                  "train: {} is pinned host memory for transfers, not a device to train on; "
+                  "expected cpu:N or gpu:N",
+                  c.str());
     check_device(c);
     devices.push_back(c);
     begin = end + 1;
