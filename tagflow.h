@@ -6,6 +6,7 @@
 #include "tagflow/engine/engine.h"
 #include "tagflow/engine/error.h"
 #include "tagflow/engine/operation.h"
+#include "tagflow/engine/profiler.h"
 #include "tagflow/nn/basic_layers.h"
 #include "tagflow/nn/block.h"
 #include "tagflow/nn/conv_layers.h"

@@ -13,6 +13,7 @@
 
 #include "tagflow/engine/object_pool.h"
 #include "tagflow/engine/operation.h"
+#include "tagflow/engine/profile_marks.h"
 #include "tagflow/engine/var_block.h"
 
 namespace tagflow::detail {
@@ -101,6 +102,8 @@ struct alignas(64) OpBlock : Pooled<OpBlock> {
   /// another stream; rare, so kept out of line).
   std::unique_ptr<std::vector<Fence>> stream_waits;
   WaitSignal* signal = nullptr;
+  /// Set while the profiler records (engine/profile_marks.h).
+  ProfileMarks* profile = nullptr;
 
   /// True once the operation has completed (its record may since have been
   /// recycled: check `seq` first).

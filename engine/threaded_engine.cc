@@ -25,10 +25,12 @@ ThreadedEngine::ThreadedEngine(const EngineConfig& config)
   TAGFLOW_CHECK(static_cast<int>(backend_->devices().size()) <= kMaxGpus,
                 "engine: at most {} GPUs are supported, found {}", kMaxGpus,
                 backend_->devices().size());
+  if (config_.profiler) g_profiling.fetch_add(1, std::memory_order_relaxed);  // TAGFLOW_PROFILER
 }
 
 ThreadedEngine::~ThreadedEngine() {
   drain();
+  if (config_.profiler) g_profiling.fetch_sub(1, std::memory_order_relaxed);
   // A Completion called from a client thread may still be on its way out of
   // complete_async() after the count that released drain().
   while (completers_inside_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
@@ -94,6 +96,7 @@ VarHandle ThreadedEngine::new_var() { return new VarBlock; }
 void ThreadedEngine::delete_var(VarHandle var, VarDeleter on_deleted) {
   TAGFLOW_CHECK(var != nullptr, "delete_var: expected a variable, got null");
   std::unique_lock lock(push_lock_);
+  if (!profiled_writers_.empty()) profiled_writers_.erase(var);
   if (idle(*var)) {
     // Nothing pending and no device work in flight: no operation needed.
     // (Arrays die at the rate of operations; most are idle by then.)
@@ -139,6 +142,9 @@ void ThreadedEngine::push(Operation op) {
     block->engine = this;
     block->set_deps(op.reads, op.writes);
     block->fn = std::move(op.fn);
+    if (profiling()) [[unlikely]] {
+      block->profile = new ProfileMarks{.pushed = profiler_now()};
+    }
     submit(block);
   }
   thread_local std::uint32_t pushes = 0;
@@ -180,6 +186,8 @@ void ThreadedEngine::throttle() {
 void ThreadedEngine::submit(OpBlock* op) {
   pushed_.fetch_add(1, std::memory_order_relaxed);
   op->seq = next_seq_++;
+  if (op->profile != nullptr || !profiled_writers_.empty()) [[unlikely]]
+    note_flows(*op);
   // At most one edge per read, one per pending reader (or the writer) per write.
   std::size_t most_edges = 0;
   for (const Dep& d : op->deps) {
@@ -218,6 +226,23 @@ void ThreadedEngine::submit(OpBlock* op) {
   // Give back the edges not made, and the pusher's own reference.
   const auto unused = static_cast<std::int32_t>(most) - edges;
   if (op->pending.fetch_sub(unused, std::memory_order_acq_rel) == unused) on_ready(op, nullptr);
+}
+
+void ThreadedEngine::note_flows(const OpBlock& op) {
+  for (const Dep& d : op.deps) {
+    if (op.profile != nullptr && reads_value(d.access)) {
+      const auto writer = profiled_writers_.find(d.var);
+      if (writer != profiled_writers_.end()) record_flow(writer->second, op.seq);
+    }
+    // A write by an operation pushed while not profiling ends the record.
+    if (is_write(d.access)) {
+      if (op.profile != nullptr && op.kind == OpKind::kUser) {
+        profiled_writers_[d.var] = op.seq;
+      } else {
+        profiled_writers_.erase(d.var);
+      }
+    }
+  }
 }
 
 void ThreadedEngine::prefetch_predecessors(const VarBlock& var, bool write) {
@@ -435,6 +460,8 @@ void ThreadedEngine::run_or_enqueue(OpBlock* op, Followers* followers) {
     finish_host_op(op, followers);
     return;
   }
+  if (op->profile != nullptr) [[unlikely]]
+    op->profile->ready = profiler_now();
   if (followers != nullptr && followers->current == op->pool && followers->inline_next == nullptr &&
       !op->pool->queue().has_priority_above(op->priority)) {
     followers->inline_next = op;
@@ -461,6 +488,8 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
   Stream* stream = pool.stream();
   for (int run = 0; op != nullptr && run < kMaxInlineRun; ++run) {
     followers.inline_next = nullptr;
+    if (op->profile != nullptr) [[unlikely]]
+      profile_start(*op, stream, index);
     if (stream != nullptr && op->stream_waits && !op->error) {
       try {
         for (const Fence& f : *op->stream_waits) stream->wait(*f.stream, f.seq);
@@ -528,7 +557,44 @@ void ThreadedEngine::finish(OpBlock* op, Followers* followers) {
       if (!op->error) op->error = op->wrap(std::current_exception());
     }
   }
+  if (op->profile != nullptr) [[unlikely]]
+    profile_end(*op, op->pool->stream());
   complete(op, followers);
+}
+
+void ThreadedEngine::profile_start(OpBlock& op, Stream* stream, int worker) {
+  ProfileMarks* marks = op.profile;
+  marks->started = profiler_now();
+  marks->worker = worker;
+  if (stream == nullptr) return;
+  try {  // the device work starts when the stream reaches this mark
+    stream->enqueue_host([marks] { marks->device_started = profiler_now(); });
+  } catch (...) {
+    // A broken stream: the operation fails on its own; no device times.
+  }
+}
+
+void ThreadedEngine::profile_end(OpBlock& op, Stream* stream) {
+  ProfileMarks* marks = std::exchange(op.profile, nullptr);
+  marks->ended = profiler_now();
+  marks->name = op.name;
+  marks->ctx = op.ctx;
+  marks->queue = op.queue;
+  marks->priority = op.priority;
+  marks->seq = op.seq;
+  marks->failed = op.error != nullptr;
+  if (stream != nullptr) {
+    try {  // handed on once the stream has run the operation's device work
+      stream->enqueue_host([marks] {
+        marks->device_ended = profiler_now();
+        record_op(marks);
+      });
+      return;
+    } catch (...) {
+      marks->device_started = -1;  // recorded without device times
+    }
+  }
+  record_op(marks);
 }
 
 // --- waiting -------------------------------------------------------------------
@@ -537,8 +603,19 @@ void ThreadedEngine::wait_on(VarHandle var, Access access, const char* what) {
   check_not_inside_operation(what);
   TAGFLOW_CHECK(var != nullptr, "{}: expected a variable, got null", what);
   WaitSignal signal;
+  const bool profiled = profiling();
+  const std::int64_t started = profiled ? profiler_now() : 0;
+  const char* waited_for = nullptr;
+  std::uint64_t waited_for_seq = 0;
   {
     std::lock_guard lock(push_lock_);
+    if (profiled) [[unlikely]] {
+      const OpRef& writer = var->last_writer;
+      if (writer.op != nullptr && writer.op->seq == writer.seq) {
+        waited_for = writer.op->name;
+        waited_for_seq = writer.seq;
+      }
+    }
     auto* op = new OpBlock;
     op->name = what;
     op->kind = OpKind::kWait;
@@ -548,6 +625,8 @@ void ThreadedEngine::wait_on(VarHandle var, Access access, const char* what) {
     submit(op);
   }
   signal.wait();
+  if (profiled) [[unlikely]]
+    record_wait(what, waited_for, waited_for_seq, started);
   if (signal.error) std::rethrow_exception(signal.error);
 }
 
@@ -557,7 +636,11 @@ void ThreadedEngine::wait_to_write(VarHandle var) { wait_on(var, Access::kWrite,
 
 void ThreadedEngine::wait_for_all() {
   check_not_inside_operation("wait_for_all");
+  const bool profiled = profiling();
+  const std::int64_t started = profiled ? profiler_now() : 0;
   drain();
+  if (profiled) [[unlikely]]
+    record_wait("wait_for_all", nullptr, 0, started);
   std::exception_ptr error;
   {
     std::lock_guard lock(error_mutex_);

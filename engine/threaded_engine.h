@@ -44,6 +44,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "tagflow/engine/device_backend.h"
@@ -117,11 +118,18 @@ class ThreadedEngine final : public Engine, public EngineCore {
   void count_completion();
   void record_error(const std::exception_ptr& error);
   void wait_on(VarHandle var, Access access, const char* what);
+  /// Profiling: the flows into `op` from the last writers of what it reads
+  /// (push lock held).
+  void note_flows(const OpBlock& op);
+  static void profile_start(OpBlock& op, Stream* stream, int worker);
+  static void profile_end(OpBlock& op, Stream* stream);
   void drain();
   std::uint64_t completed_count() const;
   void throttle();
 
   EngineConfig config_;
+  /// Profiling: the last profiled writer of each variable (push lock).
+  std::unordered_map<const VarBlock*, std::uint64_t> profiled_writers_;
   std::unique_ptr<DeviceBackend> backend_;
   int cores_;
   std::atomic<int> worker_threads_{0};

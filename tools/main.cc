@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   std::string data_dir;
   std::string save_path;
   std::string load_path;
+  std::string profile_path;
   bool no_progress = false;
   bool train_json = false;
   train->add_option("--model", train_options.model, "Network")
@@ -63,6 +64,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   train->add_option("--limit", train_options.limit, "Train on the first N images only (0: all)")
       ->check(CLI::NonNegativeNumber);
+  train->add_option("--profile", profile_path,
+                    "Write a Chrome trace (chrome://tracing, Perfetto) of batches 5-9 here");
   train->add_flag("--no-progress", no_progress, "No progress bar");
   train->add_flag("--json", train_json, "JSON lines instead of text (for tagflow bench train)");
 
@@ -152,6 +155,7 @@ int main(int argc, char** argv) {
       train_options.data_dir = data_dir;
       train_options.save = save_path;
       train_options.load = load_path;
+      train_options.profile = profile_path;
       train_options.progress = !no_progress;
       train_options.json = train_json;
       (void)tools::run_train(train_options);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <deque>
+#include <optional>
 #include <string>
 
 #include <cblas.h>
@@ -86,6 +87,30 @@ double evaluate(nn::Block& net, data::DataLoader& loader, const std::vector<Cont
     }
   }
   return samples == 0 ? 0.0 : sum_on_host(correct) / static_cast<double>(samples);
+}
+
+/// The batches `tagflow train --profile` records: [kProfileBegin, kProfileEnd)
+/// of the first epoch, after the first batches have warmed the caches up.
+constexpr std::int64_t kProfileBegin = 5;
+constexpr std::int64_t kProfileEnd = 10;
+
+/// Starts recording before batch kProfileBegin; before batch kProfileEnd (or
+/// at the end of an epoch that is shorter), waits for the work in flight,
+/// stops and writes the trace to `path`.
+void profile_window(std::optional<profiler::Scope>& scope, std::int64_t batch,
+                    const std::filesystem::path& path) {
+  if (batch == kProfileBegin && !scope) {
+    Engine::get().wait_for_all();  // the trace starts from idle devices
+    scope.emplace();
+  } else if (batch == kProfileEnd && scope) {
+    Engine::get().wait_for_all();
+    scope.reset();
+    const profiler::Trace trace = profiler::collect();
+    profiler::write_chrome_trace(trace, path);
+    profiler::clear();
+    fmt::print(stderr, "train: wrote a trace of {} operations ({} batches) to {}\n",
+               trace.ops.size(), kProfileEnd - kProfileBegin, path.string());
+  }
 }
 
 std::string devices_text(const std::vector<Context>& devices) {
@@ -211,7 +236,11 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
     std::int64_t samples = 0;
     std::int64_t batches = 0;
     const std::int64_t batches_per_epoch = train_data.size();
+    std::optional<profiler::Scope> profiling;
     for (const data::Batch& batch : train_data) {
+      if (epoch == 0 && !options.profile.empty()) {
+        profile_window(profiling, batches, options.profile);
+      }
       // Each device takes its slice of the batch (copies on the copy
       // queues); forward and backward run on every device at once.
       const std::vector<NDArray> xs = nn::split_and_load(batch.data, devices, false);
@@ -238,8 +267,10 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
         for (const NDArray& l : in_flight.front()) l.wait_to_read();
         in_flight.pop_front();
       }
-      if (progress) draw_progress(++batches, batches_per_epoch);
+      ++batches;
+      if (progress) draw_progress(batches, batches_per_epoch);
     }
+    if (profiling) profile_window(profiling, kProfileEnd, options.profile);
     EpochResult result;
     result.loss = sum_on_host(total_loss) / static_cast<double>(samples);
     result.train_accuracy = sum_on_host(correct) / static_cast<double>(samples);

@@ -38,6 +38,9 @@ struct TrainOptions {
   std::int64_t limit = 0;
   /// Draw a progress bar on stderr (when it is a terminal).
   bool progress = true;
+  /// Chrome trace of a few training iterations (batches 5 to 9 of the
+  /// first epoch), written there (none: empty).
+  std::filesystem::path profile;
   /// Print JSON lines (a header, then one per epoch) instead of text, for
   /// `tagflow bench train`; the same fields as tools/pytorch_train.py's.
   bool json = false;

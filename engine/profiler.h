@@ -1,0 +1,114 @@
+#pragma once
+// The profiler: what every operation did and when, for seeing how work
+// overlaps (compute with transfers, one device with another, the host
+// running ahead of the devices).
+//
+//   {
+//     profiler::Scope profiling;          // or TAGFLOW_PROFILER=1 for the whole run
+//     ... push work, train a few batches ...
+//     Engine::get().wait_for_all();
+//   }
+//   profiler::write_chrome_trace(profiler::collect(), "trace.json");  // chrome://tracing, Perfetto
+//
+// Recording is on while a Scope lives or when TAGFLOW_PROFILER=1; off, the
+// engine pays one predictable branch per operation. Each operation gives an
+// OpEvent when it has completed (its device work included); collect()
+// returns the events recorded so far and clear() drops them.
+//
+// Note [Profiler times]
+// Times are nanoseconds on the steady clock since the profiler's epoch (its
+// first use). An operation is *pushed* when push() is called, *ready* when
+// its dependencies (and the device work it must wait for on the host) are
+// done, *started* and *ended* around its closure on a worker. On a GPU, the
+// closure only enqueues work: the device work's start and end come from the
+// stream itself, as marks it reaches in order (host functions on a
+// simulated GPU's stream thread; on a real GPU, host functions enqueued on
+// the CUDA stream, which also order the stream: profiling a real GPU
+// changes its timing a little).
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tagflow/engine/context.h"
+#include "tagflow/engine/operation.h"
+
+namespace tagflow::profiler {
+
+/// One operation, from push to completion (Note [Profiler times]).
+struct OpEvent {
+  std::string name;
+  Context ctx;
+  QueueKind queue = QueueKind::kCompute;
+  /// The worker of the device pool that ran it.
+  int worker = 0;
+  /// Push order in its engine; flows refer to it.
+  std::uint64_t seq = 0;
+  int priority = 0;
+  /// It threw, or was skipped for an error it read.
+  bool failed = false;
+  std::int64_t pushed_ns = 0;
+  std::int64_t ready_ns = 0;
+  std::int64_t started_ns = 0;
+  std::int64_t ended_ns = 0;
+  /// GPU operations: the stream's work, or -1 when there is none.
+  std::int64_t device_started_ns = -1;
+  std::int64_t device_ended_ns = -1;
+};
+
+/// "`to` reads what `from` wrote": operation `from` was the last writer of
+/// a variable `to` reads, when `to` was pushed.
+struct FlowEvent {
+  std::uint64_t from_seq = 0;
+  std::uint64_t to_seq = 0;
+};
+
+/// A host thread blocked in a wait.
+struct WaitEvent {
+  /// "wait_to_read", "wait_to_write" or "wait_for_all".
+  std::string what;
+  /// The operation waited for (the variable's last writer), when known.
+  std::string waited_for;
+  std::uint64_t waited_for_seq = 0;
+  /// A small number per host thread, in order of first appearance.
+  int thread = 0;
+  std::int64_t started_ns = 0;
+  std::int64_t ended_ns = 0;
+};
+
+/// Everything recorded.
+struct Trace {
+  std::vector<OpEvent> ops;  ///< in completion order
+  std::vector<FlowEvent> flows;
+  std::vector<WaitEvent> waits;
+};
+
+/// True while recording.
+bool enabled();
+
+/// Records while it lives (scopes nest, from any thread).
+class Scope {
+ public:
+  Scope();
+  ~Scope();
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+};
+
+/// A copy of what has been recorded so far. Operations still in flight are
+/// not in it: wait for them first.
+Trace collect();
+/// Drops everything recorded so far.
+void clear();
+
+/// The Chrome trace format (JSON; chrome://tracing, Perfetto): a process per
+/// device and one for the host threads, a track per worker and per stream,
+/// an event per operation (its device work on the stream's track), an arrow
+/// per flow, an event per wait.
+std::string to_chrome_trace(const Trace& trace);
+/// Writes to_chrome_trace(trace) to `path`; throws tagflow::Error when the
+/// file cannot be written.
+void write_chrome_trace(const Trace& trace, const std::filesystem::path& path);
+
+}  // namespace tagflow::profiler
