@@ -150,6 +150,8 @@ std::string to_chrome_trace(const Trace& trace) {
       {{"ph", "M"}, {"name", "process_name"}, {"pid", 0}, {"args", {{"name", "host"}}}});
   std::map<std::pair<int, int>, std::string> tracks;
   std::map<std::uint64_t, const OpEvent*> by_seq;
+  std::map<std::uint64_t, std::vector<std::uint64_t>> reads_from;
+  for (const FlowEvent& f : trace.flows) reads_from[f.to_seq].push_back(f.from_seq);
   for (const OpEvent& e : trace.ops) {
     const int pid = pid_of(e.ctx);
     by_seq[e.seq] = &e;
@@ -162,6 +164,11 @@ std::string to_chrome_trace(const Trace& trace) {
                  {"ready_us", micros(e.ready_ns)},
                  {"queued_us", micros(e.started_ns - e.ready_ns)}};
     if (e.failed) args["failed"] = true;
+    if (const auto from = reads_from.find(e.seq); from != reads_from.end()) {
+      args["reads_from"] = from->second;  // the flows, for readers of the file
+    }
+    args["queue"] = e.queue == QueueKind::kCopy ? "copy" : "compute";
+    args["worker"] = e.worker;
     events.push_back({{"ph", "X"},
                       {"cat", "op"},
                       {"name", e.name},

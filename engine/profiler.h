@@ -105,7 +105,9 @@ void clear();
 /// The Chrome trace format (JSON; chrome://tracing, Perfetto): a process per
 /// device and one for the host threads, a track per worker and per stream,
 /// an event per operation (its device work on the stream's track), an arrow
-/// per flow, an event per wait.
+/// per flow, an event per wait. Each operation's args keep what the viewers
+/// do not show (seq, priority, pushed and ready times, queue, worker, the
+/// seqs it reads from), so that `tagflow profile` can read the file back.
 std::string to_chrome_trace(const Trace& trace);
 /// Writes to_chrome_trace(trace) to `path`; throws tagflow::Error when the
 /// file cannot be written.

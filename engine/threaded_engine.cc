@@ -488,14 +488,16 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
   Stream* stream = pool.stream();
   for (int run = 0; op != nullptr && run < kMaxInlineRun; ++run) {
     followers.inline_next = nullptr;
-    if (op->profile != nullptr) [[unlikely]]
-      profile_start(*op, stream, index);
     if (stream != nullptr && op->stream_waits && !op->error) {
       try {
         for (const Fence& f : *op->stream_waits) stream->wait(*f.stream, f.seq);
       } catch (...) {
         op->error = op->wrap(std::current_exception());  // a broken device: skip the work
       }
+    }
+    // After the waits on other streams: the device span is the work alone.
+    if (op->profile != nullptr) [[unlikely]] {
+      profile_start(*op, stream, index);
     }
     if (op->error) {
       finish(op, &followers);  // skipped: it inherited an error

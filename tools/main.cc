@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <map>
 
 #include <fmt/format.h>
@@ -13,6 +14,7 @@
 #include "tools/bench_ops.h"
 #include "tools/bench_train.h"
 #include "tools/info.h"
+#include "tools/profile_report.h"
 #include "tools/train.h"
 
 int main(int argc, char** argv) {
@@ -68,6 +70,14 @@ int main(int argc, char** argv) {
                     "Write a Chrome trace (chrome://tracing, Perfetto) of batches 5-9 here");
   train->add_flag("--no-progress", no_progress, "No progress bar");
   train->add_flag("--json", train_json, "JSON lines instead of text (for tagflow bench train)");
+
+  auto* profile = app.add_subcommand(
+      "profile", "Summarise a trace of `train --profile` or profiler::write_chrome_trace");
+  std::string profile_trace;
+  std::string profile_html;
+  profile->add_option("trace", profile_trace, "The Chrome trace (JSON)")->required();
+  profile->add_option("--html", profile_html,
+                      "Where the timeline goes (default: the trace's name with .html)");
 
   auto* bench = app.add_subcommand("bench", "Benchmarks that print JSON lines and a table");
   bench->require_subcommand(1);
@@ -165,6 +175,12 @@ int main(int argc, char** argv) {
       engine_options.engine = engine_kind == "naive" ? EngineKind::kNaive : EngineKind::kThreaded;
       const bool ok = tools::run_engine_bench(engine_options, EngineConfig::from_env());
       return ok ? 0 : 1;
+    }
+    if (profile->parsed()) {
+      std::filesystem::path html = profile_html;
+      if (html.empty()) html = std::filesystem::path(profile_trace).replace_extension(".html");
+      tools::run_profile(profile_trace, html);
+      return 0;
     }
     if (bench_train->parsed()) return tools::run_train_bench(train_bench) ? 0 : 1;
     if (bench_ops->parsed()) {

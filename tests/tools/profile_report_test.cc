@@ -1,0 +1,150 @@
+// `tagflow profile`: the figures of a synthetic trace against values worked
+// out by hand (through the Chrome trace file format and back), the HTML
+// timeline holds every event, and malformed traces give clear errors.
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tagflow/engine/error.h"
+#include "tagflow/engine/profiler.h"
+#include "tools/profile_report.h"
+
+namespace tagflow {
+namespace {
+
+constexpr std::int64_t us = 1000;  // ns
+
+/// load   cpu(0) worker 0        [0, 100]
+/// conv   gpu(0) compute, host [100, 110], device [120, 300]   reads load
+/// copy   gpu(0) copy queue, host [105, 106], device [200, 400]
+/// sum    cpu(0) worker 0        [500, 600]   reads conv and copy
+/// host thread 0: wait_to_read for sum [450, 600], wait_for_all [600, 650]
+profiler::Trace synthetic() {
+  profiler::Trace t;
+  t.ops.push_back({.name = "load", .ctx = cpu(0), .seq = 1, .ended_ns = 100 * us});
+  t.ops.push_back({.name = "conv",
+                   .ctx = gpu(0),
+                   .seq = 2,
+                   .pushed_ns = 50 * us,
+                   .ready_ns = 100 * us,
+                   .started_ns = 100 * us,
+                   .ended_ns = 110 * us,
+                   .device_started_ns = 120 * us,
+                   .device_ended_ns = 300 * us});
+  t.ops.push_back({.name = "copy",
+                   .ctx = gpu(0),
+                   .queue = QueueKind::kCopy,
+                   .seq = 3,
+                   .pushed_ns = 60 * us,
+                   .ready_ns = 105 * us,
+                   .started_ns = 105 * us,
+                   .ended_ns = 106 * us,
+                   .device_started_ns = 200 * us,
+                   .device_ended_ns = 400 * us});
+  t.ops.push_back({.name = "sum",
+                   .ctx = cpu(0),
+                   .seq = 4,
+                   .pushed_ns = 70 * us,
+                   .ready_ns = 400 * us,
+                   .started_ns = 500 * us,
+                   .ended_ns = 600 * us});
+  t.flows = {{1, 2}, {2, 4}, {3, 4}};
+  t.waits.push_back({.what = "wait_to_read",
+                     .waited_for = "sum",
+                     .waited_for_seq = 4,
+                     .thread = 0,
+                     .started_ns = 450 * us,
+                     .ended_ns = 600 * us});
+  t.waits.push_back(
+      {.what = "wait_for_all", .thread = 0, .started_ns = 600 * us, .ended_ns = 650 * us});
+  return t;
+}
+
+TEST(ProfileReportTest, FiguresOfASyntheticTraceMatchTheHandWorkedOnes) {
+  // Through the file format, as `tagflow profile` reads it.
+  const tools::ProfileSummary s =
+      tools::summarize(tools::parse_chrome_trace(profiler::to_chrome_trace(synthetic())));
+  EXPECT_DOUBLE_EQ(s.span_us, 600);
+  ASSERT_EQ(s.operations.size(), 4u);
+  const std::vector<std::pair<std::string, double>> expected = {
+      {"copy", 200}, {"conv", 180}, {"load", 100}, {"sum", 100}};
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(s.operations[i].name, expected[i].first);
+    EXPECT_EQ(s.operations[i].count, 1);
+    EXPECT_DOUBLE_EQ(s.operations[i].total_us, expected[i].second);
+    EXPECT_DOUBLE_EQ(s.operations[i].max_us, expected[i].second);
+  }
+  ASSERT_EQ(s.devices.size(), 2u);
+  EXPECT_EQ(s.devices[0].device, "cpu(0)");
+  EXPECT_DOUBLE_EQ(s.devices[0].busy_us, 200);  // [0,100] and [500,600]
+  EXPECT_NEAR(s.devices[0].busy_fraction, 200.0 / 600.0, 1e-12);
+  EXPECT_EQ(s.devices[1].device, "gpu(0)");
+  EXPECT_DOUBLE_EQ(s.devices[1].busy_us, 280);  // [120,300] and [200,400] merged
+  EXPECT_DOUBLE_EQ(s.copy_us, 200);
+  EXPECT_DOUBLE_EQ(s.copy_overlapped_us, 100);  // [200,300] under conv
+  EXPECT_DOUBLE_EQ(s.wait_us, 200);
+  ASSERT_EQ(s.waits.size(), 2u);
+  EXPECT_EQ(s.waits[0].what, "wait_to_read");
+  EXPECT_EQ(s.waits[0].waited_for, "sum");
+  EXPECT_DOUBLE_EQ(s.waits[0].total_us, 150);
+  EXPECT_DOUBLE_EQ(s.waits[1].total_us, 50);
+  ASSERT_EQ(s.gaps.size(), 1u);  // the only track with two intervals
+  EXPECT_EQ(s.gaps[0].track, "cpu(0) worker 0");
+  EXPECT_DOUBLE_EQ(s.gaps[0].start_us, 100);
+  EXPECT_DOUBLE_EQ(s.gaps[0].length_us, 400);
+  EXPECT_EQ(s.gaps[0].before, "load");
+  EXPECT_EQ(s.gaps[0].after, "sum");
+  // From sum (ends last) back to what it read that ended last (copy at 400,
+  // not conv at 300); copy reads nothing.
+  EXPECT_EQ(s.critical_path, (std::vector<std::string>{"copy #3", "sum #4"}));
+  EXPECT_DOUBLE_EQ(s.critical_path_us, 300);
+}
+
+TEST(ProfileReportTest, TheTimelineHoldsEveryEvent) {
+  const profiler::Trace t = synthetic();
+  const std::string html = tools::html_timeline(t);
+  EXPECT_EQ(html.rfind("<!doctype html>", 0), 0u);
+  for (const profiler::OpEvent& e : t.ops) {
+    EXPECT_NE(html.find("data-seq=\"" + std::to_string(e.seq) + "\""), std::string::npos) << e.name;
+    EXPECT_NE(html.find("<title>" + e.name + " #"), std::string::npos) << e.name;
+  }
+  EXPECT_NE(html.find("wait_to_read for sum"), std::string::npos);
+  EXPECT_NE(html.find("wait_for_all for everything"), std::string::npos);
+  EXPECT_EQ(html.find("http://", html.find("<svg") + 60), std::string::npos)
+      << "nothing fetched from elsewhere";
+}
+
+TEST(ProfileReportTest, MalformedTracesGetClearErrors) {
+  auto error_of = [](const std::string& text) -> std::string {
+    try {
+      (void)tools::parse_chrome_trace(text);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  EXPECT_NE(error_of("not json").find("not JSON"), std::string::npos);
+  EXPECT_NE(error_of("{}").find("traceEvents"), std::string::npos);
+  const std::string cpu0 = R"j({"ph":"M","name":"process_name","pid":1,"args":{"name":"cpu(0)"}})j";
+  const std::string no_seq =
+      R"j({"ph":"X","cat":"op","name":"a","pid":1,"tid":0,"ts":1,"dur":1,"args":{}})j";
+  const std::string unnamed_pid =
+      R"j({"ph":"X","cat":"op","name":"a","pid":7,"tid":0,"ts":1,"dur":1,"args":{"seq":1}})j";
+  const std::string text_time =
+      R"j({"ph":"X","cat":"op","name":"a","pid":1,"tid":0,"ts":"x","dur":1,"args":{"seq":1}})j";
+  auto events = [](const std::string& a, const std::string& b) {
+    return "{\"traceEvents\":[" + a + "," + b + "]}";
+  };
+  EXPECT_NE(error_of(events(cpu0, no_seq)).find("expected a \"seq\" field"), std::string::npos)
+      << error_of(events(cpu0, no_seq));
+  EXPECT_NE(error_of(events(cpu0, unnamed_pid)).find("no process is named for pid 7"),
+            std::string::npos);
+  EXPECT_NE(error_of(events(cpu0, text_time)).find("wrong type"), std::string::npos)
+      << error_of(events(cpu0, text_time));
+  EXPECT_THROW(tools::read_chrome_trace("/nonexistent/trace.json"), Error);
+}
+
+}  // namespace
+}  // namespace tagflow

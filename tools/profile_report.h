@@ -1,0 +1,91 @@
+#pragma once
+// `tagflow profile FILE`: what a trace written by the profiler says, in
+// figures, and as a timeline a browser opens offline.
+//
+// Note [Profile figures]
+// - An operation's *busy interval* is where its work ran: on a GPU the span
+//   of its device work on the stream (when recorded), elsewhere the time its
+//   closure ran on the worker.
+// - Per operation name: count, and the total, mean and largest busy time.
+// - A device's busy fraction: the length of the union of its operations'
+//   busy intervals over the trace's span (first push to last end).
+// - Copies are the operations on a copy queue, or named "copy". Copy time is
+//   the sum of their busy intervals; the overlapped part is what falls
+//   inside the union of every other operation's busy intervals.
+// - Waits: time host threads spent blocked, by call and by the operation
+//   waited for.
+// - Idle gaps: per track (a CPU device's worker, a GPU's stream or worker),
+//   the time between the end of one busy interval and the start of the
+//   next; the longest overall.
+// - The critical path: from the operation that ends last, back through the
+//   operation it read from that ended last, until one reads from nothing
+//   recorded. Its length is the sum of the busy times along it.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tagflow/engine/profiler.h"
+
+namespace tagflow::tools {
+
+/// A trace from the text of a Chrome trace written by
+/// profiler::write_chrome_trace. Throws tagflow::Error saying what is
+/// malformed.
+profiler::Trace parse_chrome_trace(const std::string& text);
+/// The same, from a file; the error names the file.
+profiler::Trace read_chrome_trace(const std::filesystem::path& path);
+
+struct OperationStats {
+  std::string name;
+  std::int64_t count = 0;
+  double total_us = 0, mean_us = 0, max_us = 0;
+};
+
+struct DeviceStats {
+  std::string device;
+  double busy_us = 0;
+  double busy_fraction = 0;
+};
+
+struct WaitStats {
+  std::string what;
+  std::string waited_for;
+  std::int64_t count = 0;
+  double total_us = 0;
+};
+
+struct IdleGap {
+  std::string track;  ///< e.g. "gpu(0) compute stream", "cpu(1) worker 0"
+  double start_us = 0;
+  double length_us = 0;
+  std::string before, after;  ///< the operations on either side
+};
+
+struct ProfileSummary {
+  double span_us = 0;
+  std::vector<OperationStats> operations;  ///< largest total first
+  std::vector<DeviceStats> devices;        ///< in device order
+  double copy_us = 0;
+  double copy_overlapped_us = 0;
+  double wait_us = 0;
+  std::vector<WaitStats> waits;            ///< largest total first
+  std::vector<IdleGap> gaps;               ///< longest first, at most 10
+  std::vector<std::string> critical_path;  ///< first operation first
+  double critical_path_us = 0;
+};
+
+/// The figures of Note [Profile figures].
+ProfileSummary summarize(const profiler::Trace& trace);
+/// Tables on standard output.
+void print_summary(const ProfileSummary& summary);
+/// A self-contained HTML page: one row per track, a box per operation (its
+/// name, times and seq on hover), and the host threads' waits.
+std::string html_timeline(const profiler::Trace& trace);
+
+/// `tagflow profile`: prints the summary of `trace_file` and writes the
+/// timeline to `html_file`. Throws tagflow::Error for an unreadable trace.
+void run_profile(const std::filesystem::path& trace_file, const std::filesystem::path& html_file);
+
+}  // namespace tagflow::tools
