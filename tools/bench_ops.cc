@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 
@@ -150,10 +151,123 @@ Row sync_log(const OpsBenchOptions& o) {
           ok};
 }
 
+/// A 100x100 permutation matrix: products with it keep values exact and
+/// bounded, and cost what dense products cost.
+NDArray permutation(Context ctx) {
+  std::vector<float> p(100 * 100, 0.f);
+  for (int i = 0; i < 100; ++i) p[static_cast<std::size_t>(i * 100 + (i * 37 + 11) % 100)] = 1.f;
+  return array(p, {100, 100}, ctx);
+}
+
+/// `steps` dependent products x = x p on `ctx` (a chain: one after the
+/// other on any device, as on a GPU's stream); returns x, not waited for.
+NDArray chain(NDArray x, const NDArray& p, int steps) {
+  for (int i = 0; i < steps; ++i) x = dot(x, p);
+  return x;
+}
+
+/// The tutorials' scaling exercise: two chains of products, one after the
+/// other on one device, against one on each of two devices at once.
+Row scaling(const OpsBenchOptions& o) {
+  const bool gpus = num_gpus() >= 2;
+  const Context a = gpus ? gpu(0) : cpu(0);
+  const Context b = gpus ? gpu(1) : cpu(1);
+  const int half = std::max(1, o.products / 2);
+  const NDArray xa = random::uniform(-1, 1, {100, 100}, std::uint64_t{4}, a);
+  const NDArray xb = random::uniform(-1, 1, {100, 100}, std::uint64_t{5}, a);
+  const NDArray pa = permutation(a);
+  const NDArray pb = permutation(b);
+  const NDArray xb_on_b = xb.copyto(b);
+  xb_on_b.wait_to_read();
+  std::vector<double> one_s;
+  std::vector<double> two_s;
+  bool ok = true;
+  for (int run = 0; run < o.runs; ++run) {
+    auto start = Clock::now();
+    const NDArray r1 = chain(xa, pa, half);
+    const NDArray r2 = chain(xb, pa, half);
+    r1.wait_to_read();
+    r2.wait_to_read();
+    one_s.push_back(seconds_since(start));
+    start = Clock::now();
+    const NDArray s1 = chain(xa, pa, half);
+    const NDArray s2 = chain(xb_on_b, pb, half);
+    s1.wait_to_read();
+    s2.wait_to_read();
+    two_s.push_back(seconds_since(start));
+    ok = ok && r1.to_vector<float>() == s1.to_vector<float>() &&
+         r2.to_vector<float>() == s2.to_vector<float>();
+  }
+  const double t_one = median(one_s);
+  const double t_two = median(two_s);
+  const bool simulated = gpus && Engine::get().gpus()[0].simulated;
+  const std::string devices = a.str() + " and " + b.str() +
+                              (!gpus       ? " (sharing the cores)"
+                               : simulated ? " (simulated: sharing the cores)"
+                                           : "");
+  fmt::print(
+      "{{\"bench\":\"ops\",\"case\":\"scaling\",\"devices\":\"{} {}\",\"products\":{},"
+      "\"runs\":{},\"one_device_s\":{:.4f},\"two_devices_s\":{:.4f},\"speedup\":{:.2f},"
+      "\"ok\":{}}}\n",
+      a.str(), b.str(), 2 * half, o.runs, t_one, t_two, t_one / t_two, ok);
+  return {"scaling", fmt::format("{:.2f}x", t_one / t_two),
+          fmt::format("2 chains of {} products 100x100: on {} one after the other {:.1f} ms, on {} "
+                      "at once {:.1f} ms",
+                      half, a.str(), t_one * 1e3, devices, t_two * 1e3),
+          ok};
+}
+
+/// A large float32 product on cpu(0) and on every GPU present.
+std::vector<Row> cpu_vs_gpu(const OpsBenchOptions& o) {
+  std::vector<Context> devices = {cpu(0)};
+  for (int i = 0; i < num_gpus(); ++i) devices.push_back(gpu(i));
+  const std::int64_t n = o.gemm_size;
+  const double flops =
+      2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+  const std::vector<float> first = [&] {
+    NDArray a = random::uniform(-1, 1, {n, n}, std::uint64_t{6});
+    return dot(a, a).to_vector<float>();
+  }();
+  std::vector<Row> rows;
+  for (Context ctx : devices) {
+    NDArray a = random::uniform(-1, 1, {n, n}, std::uint64_t{6}, ctx);
+    NDArray c = dot(a, a);  // warm-up (and cuBLAS handles, pools)
+    c.wait_to_read();
+    std::vector<double> seconds;
+    for (int run = 0; run < o.runs; ++run) {
+      const auto start = Clock::now();
+      c = dot(a, a);
+      c.wait_to_read();
+      seconds.push_back(seconds_since(start));
+    }
+    const bool simulated =
+        ctx.is_gpu() && Engine::get().gpus()[static_cast<std::size_t>(ctx.index)].simulated;
+    // The same kernels on the CPU and simulated GPUs give the same bits; a
+    // real GPU's sums differ in the last places.
+    const std::vector<float> got = c.to_vector<float>();
+    double worst = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      worst = std::max(worst, std::abs(static_cast<double>(got[i]) - first[i]) /
+                                  (1.0 + std::abs(static_cast<double>(first[i]))));
+    }
+    const bool ok = worst <= 1e-3;
+    const double t = median(seconds);
+    const std::string label = ctx.str() + (simulated ? " (simulated: the CPU kernels)" : "");
+    fmt::print(
+        "{{\"bench\":\"ops\",\"case\":\"cpu-vs-gpu\",\"device\":\"{}\",\"simulated\":{},"
+        "\"size\":{},\"runs\":{},\"seconds\":{:.5f},\"gflops\":{:.1f},\"ok\":{}}}\n",
+        ctx.str(), simulated, n, o.runs, t, flops / t / 1e9, ok);
+    rows.push_back({"cpu-vs-gpu", fmt::format("{:.1f} GFLOP/s", flops / t / 1e9),
+                    fmt::format("{0}x{0} float32 on {1}: {2:.2f} ms", n, label, t * 1e3), ok});
+  }
+  return rows;
+}
+
 }  // namespace
 
 const std::vector<std::string>& ops_bench_cases() {
-  static const std::vector<std::string> names = {"small-add", "gemm", "sync-log"};
+  static const std::vector<std::string> names = {"small-add", "gemm", "sync-log", "scaling",
+                                                 "cpu-vs-gpu"};
   return names;
 }
 
@@ -163,6 +277,10 @@ bool run_ops_bench(const OpsBenchOptions& options) {
     if (name == "small-add") rows.push_back(small_add(options));
     if (name == "gemm") rows.push_back(gemm(options));
     if (name == "sync-log") rows.push_back(sync_log(options));
+    if (name == "scaling") rows.push_back(scaling(options));
+    if (name == "cpu-vs-gpu") {
+      for (Row& row : cpu_vs_gpu(options)) rows.push_back(std::move(row));
+    }
     std::fflush(stdout);
   }
   fmt::print("\n{:<10} {:>22}  {}\n", "case", "median", "what");

@@ -6,7 +6,13 @@
 //    directly, in GFLOP/s;
 //  - sync-log: the tutorials' exercise, 1000 products of 100x100 matrices
 //    logging the Frobenius norm to the host after each one, against keeping
-//    the log on the device and copying it once.
+//    the log on the device and copying it once;
+//  - scaling: the same number of products as two dependent chains, one
+//    after the other on one device against one chain on each of two devices
+//    at once (gpu(0) and gpu(1) when there are two GPUs, else cpu(0) and
+//    cpu(1)), with the speed-up;
+//  - cpu-vs-gpu: a large float32 product on cpu(0) and on every GPU present
+//    (simulated GPUs are labelled: they run the CPU kernels).
 
 #include <string>
 #include <vector>
@@ -16,7 +22,7 @@
 namespace tagflow::tools {
 
 struct OpsBenchOptions {
-  std::vector<std::string> cases = {"small-add", "gemm", "sync-log"};
+  std::vector<std::string> cases = {"small-add", "gemm", "sync-log", "scaling", "cpu-vs-gpu"};
   int runs = 5;
   long small_ops = 1'000'000;
   int gemm_size = 2048;
