@@ -42,6 +42,8 @@ struct ProfileMarks {
 void record_op(ProfileMarks* marks);
 /// Operation `from` (push sequence number) wrote a variable `to` reads.
 void record_flow(std::uint64_t from, std::uint64_t to);
+/// A block of `bytes` was handed out (or, with `release`, given back) on `ctx`.
+void record_allocation(Context ctx, std::uint64_t bytes, bool release);
 /// A host thread waited from `started` until now; `waited_for` may be null.
 void record_wait(const char* what, const char* waited_for, std::uint64_t waited_for_seq,
                  std::int64_t started);

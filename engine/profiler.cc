@@ -78,6 +78,14 @@ void record_flow(std::uint64_t from, std::uint64_t to) {
   r.trace.flows.push_back({from, to});
 }
 
+void record_allocation(Context ctx, std::uint64_t bytes, bool release) {
+  profiler::AllocationEvent e{
+      .ctx = ctx, .bytes = bytes, .release = release, .at_ns = profiler_now()};
+  Recorder& r = recorder();
+  std::lock_guard lock(r.mutex);
+  r.trace.allocations.push_back(e);
+}
+
 void record_wait(const char* what, const char* waited_for, std::uint64_t waited_for_seq,
                  std::int64_t started) {
   profiler::WaitEvent e{.what = what,
@@ -141,6 +149,7 @@ std::string to_chrome_trace(const Trace& trace) {
   // compute and copy streams (2, 3), where the device work runs.
   std::map<Context, int> pids;
   for (const OpEvent& e : trace.ops) pids[e.ctx] = 0;
+  for (const AllocationEvent& a : trace.allocations) pids[a.ctx] = 0;
   int next_pid = 1;
   for (auto& [device, pid] : pids) pid = next_pid++;
   auto pid_of = [&](Context c) { return pids.at(c); };
@@ -224,6 +233,17 @@ std::string to_chrome_trace(const Trace& trace) {
                       {"pid", pid_of(b.ctx)},
                       {"tid", worker_track(b)},
                       {"ts", micros(b.started_ns)}});
+  }
+  // Memory: a counter per device, allocated since recording began.
+  std::map<Context, std::int64_t> allocated;
+  for (const AllocationEvent& a : trace.allocations) {
+    std::int64_t& bytes = allocated[a.ctx];
+    bytes += a.release ? -static_cast<std::int64_t>(a.bytes) : static_cast<std::int64_t>(a.bytes);
+    events.push_back({{"ph", "C"},
+                      {"name", "allocated bytes"},
+                      {"pid", pid_of(a.ctx)},
+                      {"ts", micros(a.at_ns)},
+                      {"args", {{"bytes", bytes}}}});
   }
   std::map<int, bool> host_threads;
   for (const WaitEvent& w : trace.waits) {

@@ -77,11 +77,20 @@ struct WaitEvent {
   std::int64_t ended_ns = 0;
 };
 
+/// A block of device memory handed out to an array (or given back).
+struct AllocationEvent {
+  Context ctx;
+  std::uint64_t bytes = 0;  ///< the block's size (its size class)
+  bool release = false;
+  std::int64_t at_ns = 0;
+};
+
 /// Everything recorded.
 struct Trace {
   std::vector<OpEvent> ops;  ///< in completion order
   std::vector<FlowEvent> flows;
   std::vector<WaitEvent> waits;
+  std::vector<AllocationEvent> allocations;  ///< in time order per device
 };
 
 /// True while recording.
@@ -105,7 +114,8 @@ void clear();
 /// The Chrome trace format (JSON; chrome://tracing, Perfetto): a process per
 /// device and one for the host threads, a track per worker and per stream,
 /// an event per operation (its device work on the stream's track), an arrow
-/// per flow, an event per wait. Each operation's args keep what the viewers
+/// per flow, an event per wait, and a counter per device of the memory
+/// allocated since recording began (net of releases). Each operation's args keep what the viewers
 /// do not show (seq, priority, pushed and ready times, queue, worker, the
 /// seqs it reads from), so that `tagflow profile` can read the file back.
 std::string to_chrome_trace(const Trace& trace);

@@ -1,5 +1,7 @@
 #include "tagflow/storage/pooled_allocator.h"
 
+#include "tagflow/engine/profile_marks.h"
+
 #include <algorithm>
 #include <bit>
 
@@ -39,6 +41,14 @@ PooledAllocator::~PooledAllocator() {
 }
 
 MemoryBlock PooledAllocator::allocate(std::uint64_t bytes) {
+  const MemoryBlock block = allocate_block(bytes);
+  if (profiling() && block.data != nullptr) [[unlikely]] {
+    record_allocation(ctx_, block.size, /*release=*/false);
+  }
+  return block;
+}
+
+MemoryBlock PooledAllocator::allocate_block(std::uint64_t bytes) {
   if (bytes == 0) return {};
   std::uint64_t size = size_class(bytes);
   if (!cacheable(size)) {
@@ -97,6 +107,12 @@ void* PooledAllocator::try_device_allocation(std::uint64_t size) {
 
 void PooledAllocator::release(MemoryBlock block) noexcept {
   if (block.data == nullptr) return;
+  if (profiling()) [[unlikely]] {
+    try {
+      record_allocation(ctx_, block.size, /*release=*/true);
+    } catch (...) {  // no memory for the record: the profile misses one release
+    }
+  }
   if (cacheable(block.size)) {
     std::lock_guard lock(lock_);
     try {

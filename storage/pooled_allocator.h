@@ -66,6 +66,8 @@ class PooledAllocator final : public Allocator {
   }
   /// The slow path: a block from the device, releasing the cache once if the
   /// device (or the limit) has no room.
+  /// allocate() without the profiler's record.
+  MemoryBlock allocate_block(std::uint64_t bytes);
   MemoryBlock allocate_from_device(std::uint64_t bytes, std::uint64_t size);
   /// Reserves `size` bytes against the limit and allocates them; null when
   /// there is no room (the reservation is then undone).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -148,8 +149,26 @@ profiler::Trace parse_events(const std::string& text) {
   profiler::Trace trace;
   std::map<std::uint64_t, std::size_t> op_index;
   std::vector<std::pair<std::uint64_t, Interval>> device_spans;
+  std::map<int, std::int64_t> allocated;  // per pid: the counter's last value
   for (std::size_t i = 0; i < events.size(); ++i) {
     const json& e = events[i];
+    if (e.value("ph", "") == "C" && e.value("name", "") == "allocated bytes") {
+      const int pid = field<int>(e, "pid", i);
+      const auto device = devices.find(pid);
+      TAGFLOW_CHECK(device != devices.end(), "trace event {}: no process is named for pid {}", i,
+                    pid);
+      const auto bytes = field<std::int64_t>(field<json>(e, "args", i), "bytes", i);
+      std::int64_t& previous = allocated[pid];
+      if (bytes != previous) {
+        trace.allocations.push_back(
+            {.ctx = device->second,
+             .bytes = static_cast<std::uint64_t>(std::abs(bytes - previous)),
+             .release = bytes < previous,
+             .at_ns = to_ns(field<double>(e, "ts", i))});
+      }
+      previous = bytes;
+      continue;
+    }
     if (e.value("ph", "") != "X") continue;
     const std::string cat = e.value("cat", "");
     const json args = e.value("args", json::object());
@@ -317,6 +336,22 @@ ProfileSummary summarize(const profiler::Trace& trace) {
     at = next;
   }
   s.critical_path.assign(path.rbegin(), path.rend());
+
+  std::map<Context, MemoryFigures> memory;
+  for (const profiler::AllocationEvent& a : trace.allocations) {
+    MemoryFigures& m = memory[a.ctx];
+    m.device = a.ctx.str();
+    const auto bytes = static_cast<std::int64_t>(a.bytes);
+    if (a.release) {
+      ++m.releases;
+      m.end_bytes -= bytes;
+    } else {
+      ++m.allocations;
+      m.end_bytes += bytes;
+    }
+    m.peak_bytes = std::max(m.peak_bytes, m.end_bytes);
+  }
+  for (auto& [ctx, m] : memory) s.memory.push_back(m);
   return s;
 }
 
@@ -346,6 +381,11 @@ void print_summary(const ProfileSummary& s) {
   for (const IdleGap& g : s.gaps) {
     fmt::print("  {:<28} {:>10.1f} us at {:>10.1f} us, between {} and {}\n", g.track, g.length_us,
                g.start_us, g.before, g.after);
+  }
+  fmt::print("\nmemory while recording:\n");
+  for (const MemoryFigures& m : s.memory) {
+    fmt::print("  {:<16} {:>7} blocks out, {:>7} back, peak {:>12} bytes, at the end {:>12}\n",
+               m.device, m.allocations, m.releases, m.peak_bytes, m.end_bytes);
   }
   fmt::print("\ncritical path: {} operations, {:.1f} us busy ({:.1f}% of the span)\n",
              s.critical_path.size(), s.critical_path_us,

@@ -20,6 +20,8 @@
 // - The critical path: from the operation that ends last, back through the
 //   operation it read from that ended last, until one reads from nothing
 //   recorded. Its length is the sum of the busy times along it.
+// - Memory: per device, the blocks handed out and given back while
+//   recording, and the highest net amount.
 
 #include <cstdint>
 #include <filesystem>
@@ -63,6 +65,15 @@ struct IdleGap {
   std::string before, after;  ///< the operations on either side
 };
 
+/// Memory handed out on one device while the trace was recorded.
+struct MemoryFigures {
+  std::string device;
+  std::int64_t allocations = 0;
+  std::int64_t releases = 0;
+  std::int64_t peak_bytes = 0;  ///< highest net amount (allocated minus released)
+  std::int64_t end_bytes = 0;   ///< net amount at the end
+};
+
 struct ProfileSummary {
   double span_us = 0;
   std::vector<OperationStats> operations;  ///< largest total first
@@ -74,6 +85,7 @@ struct ProfileSummary {
   std::vector<IdleGap> gaps;               ///< longest first, at most 10
   std::vector<std::string> critical_path;  ///< first operation first
   double critical_path_us = 0;
+  std::vector<MemoryFigures> memory;  ///< in device order
 };
 
 /// The figures of Note [Profile figures].

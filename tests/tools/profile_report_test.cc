@@ -2,6 +2,7 @@
 // out by hand (through the Chrome trace file format and back), the HTML
 // timeline holds every event, and malformed traces give clear errors.
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 
 #include "tagflow/engine/error.h"
 #include "tagflow/engine/profiler.h"
+#include "tagflow/tagflow.h"
 #include "tools/profile_report.h"
 
 namespace tagflow {
@@ -21,6 +23,8 @@ constexpr std::int64_t us = 1000;  // ns
 /// copy   gpu(0) copy queue, host [105, 106], device [200, 400]
 /// sum    cpu(0) worker 0        [500, 600]   reads conv and copy
 /// host thread 0: wait_to_read for sum [450, 600], wait_for_all [600, 650]
+/// memory: cpu(0) +1000, +512, -1000, +256 (peak 1512, 768 at the end);
+/// gpu(0) +4096
 profiler::Trace synthetic() {
   profiler::Trace t;
   t.ops.push_back({.name = "load", .ctx = cpu(0), .seq = 1, .ended_ns = 100 * us});
@@ -59,6 +63,11 @@ profiler::Trace synthetic() {
                      .ended_ns = 600 * us});
   t.waits.push_back(
       {.what = "wait_for_all", .thread = 0, .started_ns = 600 * us, .ended_ns = 650 * us});
+  t.allocations = {{.ctx = cpu(0), .bytes = 1000, .at_ns = 10 * us},
+                   {.ctx = cpu(0), .bytes = 512, .at_ns = 20 * us},
+                   {.ctx = cpu(0), .bytes = 1000, .release = true, .at_ns = 30 * us},
+                   {.ctx = cpu(0), .bytes = 256, .at_ns = 40 * us},
+                   {.ctx = gpu(0), .bytes = 4096, .at_ns = 150 * us}};
   return t;
 }
 
@@ -100,6 +109,49 @@ TEST(ProfileReportTest, FiguresOfASyntheticTraceMatchTheHandWorkedOnes) {
   // not conv at 300); copy reads nothing.
   EXPECT_EQ(s.critical_path, (std::vector<std::string>{"copy #3", "sum #4"}));
   EXPECT_DOUBLE_EQ(s.critical_path_us, 300);
+  ASSERT_EQ(s.memory.size(), 2u);
+  EXPECT_EQ(s.memory[0].device, "cpu(0)");
+  EXPECT_EQ(s.memory[0].allocations, 3);
+  EXPECT_EQ(s.memory[0].releases, 1);
+  EXPECT_EQ(s.memory[0].peak_bytes, 1512);
+  EXPECT_EQ(s.memory[0].end_bytes, 768);
+  EXPECT_EQ(s.memory[1].device, "gpu(0)");
+  EXPECT_EQ(s.memory[1].peak_bytes, 4096);
+}
+
+TEST(ProfileReportTest, ARealRunRecordsOperatorsCopiesAndMemory) {
+  Engine::get().wait_for_all();
+  profiler::clear();
+  {
+    profiler::Scope profiling;
+    const NDArray a = ones({1000}, DType::kFloat32, cpu(0));
+    const NDArray b = a + 1;
+    const NDArray c = b.copyto(gpu(0));  // a simulated GPU (the test main)
+    EXPECT_EQ(sum(c).asscalar<float>(), 2000.f);
+    Engine::get().wait_for_all();
+  }
+  const profiler::Trace trace = profiler::collect();
+  profiler::clear();
+  std::set<std::string> names;
+  bool copy_on_gpu = false;
+  for (const profiler::OpEvent& e : trace.ops) {
+    names.insert(e.name);
+    if (e.name == "copy" && e.ctx == gpu(0)) {
+      copy_on_gpu = e.queue == QueueKind::kCopy && e.device_started_ns >= 0;
+    }
+  }
+  EXPECT_TRUE(names.count("plus_scalar")) << "operators are recorded under their names";
+  EXPECT_TRUE(copy_on_gpu) << "the copy runs on gpu(0)'s copy queue, with a device span";
+  std::set<Context> allocated_on;
+  for (const profiler::AllocationEvent& a : trace.allocations) {
+    if (!a.release && a.bytes >= 4000) allocated_on.insert(a.ctx);
+  }
+  EXPECT_TRUE(allocated_on.count(cpu(0)));
+  EXPECT_TRUE(allocated_on.count(gpu(0)));
+  const tools::ProfileSummary s = tools::summarize(trace);
+  EXPECT_GT(s.copy_us, 0);
+  EXPECT_FALSE(s.critical_path.empty());
+  EXPECT_FALSE(trace.waits.empty()) << "asscalar waited";
 }
 
 TEST(ProfileReportTest, TheTimelineHoldsEveryEvent) {
