@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "tagflow/engine/error.h"
+#include "tagflow/engine/nvtx_range.h"
 
 namespace tagflow::detail {
 
@@ -226,23 +227,6 @@ void ThreadedEngine::submit(OpBlock* op) {
   // Give back the edges not made, and the pusher's own reference.
   const auto unused = static_cast<std::int32_t>(most) - edges;
   if (op->pending.fetch_sub(unused, std::memory_order_acq_rel) == unused) on_ready(op, nullptr);
-}
-
-void ThreadedEngine::note_flows(const OpBlock& op) {
-  for (const Dep& d : op.deps) {
-    if (op.profile != nullptr && reads_value(d.access)) {
-      const auto writer = profiled_writers_.find(d.var);
-      if (writer != profiled_writers_.end()) record_flow(writer->second, op.seq);
-    }
-    // A write by an operation pushed while not profiling ends the record.
-    if (is_write(d.access)) {
-      if (op.profile != nullptr && op.kind == OpKind::kUser) {
-        profiled_writers_[d.var] = op.seq;
-      } else {
-        profiled_writers_.erase(d.var);
-      }
-    }
-  }
 }
 
 void ThreadedEngine::prefetch_predecessors(const VarBlock& var, bool write) {
@@ -486,6 +470,7 @@ void ThreadedEngine::finish_host_op(OpBlock* op, Followers* followers) {
 OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
   Followers followers{&pool, nullptr};
   Stream* stream = pool.stream();
+  const bool real_gpu = stream != nullptr && stream->native_handle() != nullptr;
   for (int run = 0; op != nullptr && run < kMaxInlineRun; ++run) {
     followers.inline_next = nullptr;
     if (stream != nullptr && op->stream_waits && !op->error) {
@@ -505,6 +490,7 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
       WorkerIdentity& me = this_worker();
       me.running = op->name;
       try {
+        const NvtxRange range(op->name, real_gpu);
         op->fn.body()(RunContext{op->ctx, stream, index}, nullptr);
       } catch (...) {
         op->error = op->wrap(std::current_exception());
@@ -520,6 +506,7 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
       {
         Completion completion = OpBlock::make_completion(op);
         try {
+          const NvtxRange range(op->name, real_gpu);
           op->fn.body()(RunContext{op->ctx, stream, index}, &completion);
         } catch (...) {
           op->launch_error = std::current_exception();
@@ -562,129 +549,6 @@ void ThreadedEngine::finish(OpBlock* op, Followers* followers) {
   if (op->profile != nullptr) [[unlikely]]
     profile_end(*op, op->pool->stream());
   complete(op, followers);
-}
-
-void ThreadedEngine::profile_start(OpBlock& op, Stream* stream, int worker) {
-  ProfileMarks* marks = op.profile;
-  marks->started = profiler_now();
-  marks->worker = worker;
-  if (stream == nullptr) return;
-  try {  // the device work starts when the stream reaches this mark
-    stream->enqueue_host([marks] { marks->device_started = profiler_now(); });
-  } catch (...) {
-    // A broken stream: the operation fails on its own; no device times.
-  }
-}
-
-void ThreadedEngine::profile_end(OpBlock& op, Stream* stream) {
-  ProfileMarks* marks = std::exchange(op.profile, nullptr);
-  marks->ended = profiler_now();
-  marks->name = op.name;
-  marks->ctx = op.ctx;
-  marks->queue = op.queue;
-  marks->priority = op.priority;
-  marks->seq = op.seq;
-  marks->failed = op.error != nullptr;
-  if (stream != nullptr) {
-    try {  // handed on once the stream has run the operation's device work
-      stream->enqueue_host([marks] {
-        marks->device_ended = profiler_now();
-        record_op(marks);
-      });
-      return;
-    } catch (...) {
-      marks->device_started = -1;  // recorded without device times
-    }
-  }
-  record_op(marks);
-}
-
-// --- waiting -------------------------------------------------------------------
-
-void ThreadedEngine::wait_on(VarHandle var, Access access, const char* what) {
-  check_not_inside_operation(what);
-  TAGFLOW_CHECK(var != nullptr, "{}: expected a variable, got null", what);
-  WaitSignal signal;
-  const bool profiled = profiling();
-  const std::int64_t started = profiled ? profiler_now() : 0;
-  const char* waited_for = nullptr;
-  std::uint64_t waited_for_seq = 0;
-  {
-    std::lock_guard lock(push_lock_);
-    if (profiled) [[unlikely]] {
-      const OpRef& writer = var->last_writer;
-      if (writer.op != nullptr && writer.op->seq == writer.seq) {
-        waited_for = writer.op->name;
-        waited_for_seq = writer.seq;
-      }
-    }
-    auto* op = new OpBlock;
-    op->name = what;
-    op->kind = OpKind::kWait;
-    op->engine = this;
-    op->signal = &signal;
-    op->deps.push_back(Dep{var, access});
-    submit(op);
-  }
-  signal.wait();
-  if (profiled) [[unlikely]]
-    record_wait(what, waited_for, waited_for_seq, started);
-  if (signal.error) std::rethrow_exception(signal.error);
-}
-
-void ThreadedEngine::wait_to_read(VarHandle var) { wait_on(var, Access::kRead, "wait_to_read"); }
-
-void ThreadedEngine::wait_to_write(VarHandle var) { wait_on(var, Access::kWrite, "wait_to_write"); }
-
-void ThreadedEngine::wait_for_all() {
-  check_not_inside_operation("wait_for_all");
-  const bool profiled = profiling();
-  const std::int64_t started = profiled ? profiler_now() : 0;
-  drain();
-  if (profiled) [[unlikely]]
-    record_wait("wait_for_all", nullptr, 0, started);
-  std::exception_ptr error;
-  {
-    std::lock_guard lock(error_mutex_);
-    error = std::exchange(first_error_, nullptr);
-    has_error_.store(false, std::memory_order_relaxed);
-  }
-  if (error) std::rethrow_exception(error);
-}
-
-void ThreadedEngine::drain() {
-  all_waiters_.fetch_add(1, std::memory_order_seq_cst);
-  for (;;) {
-    const std::uint32_t epoch = all_done_.epoch();
-    // Completions first, pushes second: equal counts then mean that at the
-    // moment the completions were read, everything pushed had completed.
-    const std::uint64_t completed = completed_count();
-    if (completed == pushed_.load(std::memory_order_seq_cst)) break;
-    all_done_.wait(epoch);
-  }
-  all_waiters_.fetch_sub(1, std::memory_order_seq_cst);
-  // Operations on GPUs complete when launched; their device work may still
-  // run. An error raised by that work (a kernel, a host function) is sticky
-  // on its stream; the first one not yet reported joins the operation errors.
-  std::lock_guard lock(drain_mutex_);
-  const int n = num_started_.load(std::memory_order_acquire);
-  for (int i = 0; i < n; ++i) {
-    WorkerPool* pool = started_[static_cast<std::size_t>(i)];
-    Stream* stream = pool->stream();
-    if (stream == nullptr) continue;
-    try {
-      stream->synchronize(stream->record());
-      if (std::exception_ptr error = stream->error(); error && !pool->stream_error_reported) {
-        pool->stream_error_reported = true;
-        record_error(std::make_exception_ptr(
-            OperationError(pool->kind() == QueueKind::kCopy ? "device work on the copy stream"
-                                                            : "device work on the compute stream",
-                           pool->context(), error)));
-      }
-    } catch (...) {
-      record_error(std::current_exception());
-    }
-  }
 }
 
 }  // namespace tagflow::detail
