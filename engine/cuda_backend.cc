@@ -12,6 +12,7 @@
 
 #include "tagflow/engine/device_backend.h"
 #include "tagflow/engine/error.h"
+#include "tagflow/engine/profile_marks.h"
 
 #if defined(TAGFLOW_HAVE_CUDA)
 
@@ -96,6 +97,7 @@ class CudaStream final : public Stream {
   ~CudaStream() override;
 
   void enqueue_host(HostFunction fn) override;
+  void enqueue_timestamp(std::int64_t* out) override;
   std::uint64_t record() override;
   void wait(Stream& other, std::uint64_t seq) override;
   bool finished(std::uint64_t seq) override;
@@ -151,6 +153,12 @@ class CudaStream final : public Stream {
   std::mutex error_mutex_;
   std::exception_ptr error_;
 
+  // Profiling: an event whose profiler time is known, the origin of the
+  // device times of later timing events (made on first use).
+  std::once_flag clock_once_;
+  cudaEvent_t clock_origin_ = nullptr;
+  std::int64_t clock_origin_ns_ = 0;
+
   std::thread poller_;
 };
 
@@ -188,6 +196,7 @@ CudaStream::~CudaStream() {
   // let them run before it goes away.
   static_cast<void>(cudaStreamSynchronize(stream_));
   for (cudaEvent_t event : free_events_) static_cast<void>(cudaEventDestroy(event));
+  if (clock_origin_ != nullptr) static_cast<void>(cudaEventDestroy(clock_origin_));
   static_cast<void>(cudaStreamDestroy(stream_));
   if (previous_device >= 0 && previous_device != device()) {
     static_cast<void>(cudaSetDevice(previous_device));
@@ -214,6 +223,38 @@ void CudaStream::enqueue_host(HostFunction fn) {
   auto call = std::make_unique<HostCall>(HostCall{this, std::move(fn)});
   TAGFLOW_CUDA_CHECK(device(), cudaLaunchHostFunc(stream_, &run_host_call, call.get()));
   static_cast<void>(call.release());  // owned by the driver now; run_host_call deletes it
+}
+
+void CudaStream::enqueue_timestamp(std::int64_t* out) {
+  const int dev = device();
+  ScopedDevice on_device(dev);
+  std::call_once(clock_once_, [&] {
+    // Recorded and waited for once: the profiler's time when it completes is
+    // the origin the device times are measured from.
+    cudaEvent_t origin = nullptr;
+    TAGFLOW_CUDA_CHECK(dev, cudaEventCreate(&origin));
+    if (cudaEventRecord(origin, stream_) != cudaSuccess ||
+        cudaEventSynchronize(origin) != cudaSuccess) {
+      static_cast<void>(cudaEventDestroy(origin));
+      throw cuda_error(cudaGetLastError(), "cudaEventRecord (profiler clock origin)", dev);
+    }
+    clock_origin_ns_ = profiler_now();
+    clock_origin_ = origin;
+  });
+  cudaEvent_t event = nullptr;
+  TAGFLOW_CUDA_CHECK(dev, cudaEventCreate(&event));  // with timing
+  if (const cudaError_t status = cudaEventRecord(event, stream_); status != cudaSuccess) {
+    static_cast<void>(cudaEventDestroy(event));
+    throw cuda_error(status, "cudaEventRecord (profiler timestamp)", dev);
+  }
+  // Resolved on the poller (callbacks may call CUDA; host functions may not).
+  when_finished(record(), [this, event, out] {
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, clock_origin_, event) == cudaSuccess) {
+      *out = clock_origin_ns_ + static_cast<std::int64_t>(static_cast<double>(ms) * 1e6);
+    }
+    static_cast<void>(cudaEventDestroy(event));
+  });
 }
 
 cudaEvent_t CudaStream::take_free_event() {

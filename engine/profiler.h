@@ -21,10 +21,9 @@
 // its dependencies (and the device work it must wait for on the host) are
 // done, *started* and *ended* around its closure on a worker. On a GPU, the
 // closure only enqueues work: the device work's start and end come from the
-// stream itself, as marks it reaches in order (host functions on a
-// simulated GPU's stream thread; on a real GPU, host functions enqueued on
-// the CUDA stream, which also order the stream: profiling a real GPU
-// changes its timing a little).
+// stream itself, as marks it reaches in order: CUDA timing events on a real
+// GPU (measured from an origin event whose profiler time is known), host
+// functions run by a simulated GPU's stream thread.
 
 #include <cstdint>
 #include <filesystem>

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "tagflow/engine/device_backend.h"
+#include "tagflow/engine/profile_marks.h"
 #include "tagflow/engine/worker_pool.h"
 
 namespace tagflow::detail {
@@ -30,6 +31,10 @@ void SimStream::push_item(Item item) {
 
 void SimStream::enqueue_host(HostFunction fn) {
   push_item({Item::Type::kHost, std::move(fn), 0, nullptr});
+}
+
+void SimStream::enqueue_timestamp(std::int64_t* out) {
+  enqueue_host([out] { *out = profiler_now(); });
 }
 
 std::uint64_t SimStream::record() {

@@ -19,6 +19,7 @@ class SimStream final : public Stream {
   ~SimStream() override;
 
   void enqueue_host(HostFunction fn) override;
+  void enqueue_timestamp(std::int64_t* out) override;
   std::uint64_t record() override;
   void wait(Stream& other, std::uint64_t seq) override;
   bool finished(std::uint64_t seq) override;

@@ -43,6 +43,11 @@ class Stream {
   /// Calls `fn` once `seq` has finished: at once if it has, else later from
   /// a backend thread. Never blocks the caller.
   virtual void when_finished(std::uint64_t seq, HostFunction fn) = 0;
+  /// Profiling (Note [Profiler times] in profiler.h): once the stream has
+  /// reached this point, writes the time it did (nanoseconds on the
+  /// profiler's clock) to `*out`, before the callbacks of any later mark
+  /// run. A host function on a simulated GPU, a timing event on a real one.
+  virtual void enqueue_timestamp(std::int64_t* out) = 0;
   /// First error raised by work on the stream, or null.
   virtual std::exception_ptr error() = 0;
   /// cudaStream_t on real GPUs, null on simulated ones.

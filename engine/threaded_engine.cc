@@ -540,6 +540,9 @@ void ThreadedEngine::finish(OpBlock* op, Followers* followers) {
   // Device work enqueued by the operation ends at this mark, skipped or not:
   // successors must still order after the fences it waited on.
   if (Stream* stream = op->pool->stream()) {
+    if (op->profile != nullptr) [[unlikely]] {
+      profile_device_end(*op, stream);
+    }
     try {
       op->fence = Fence{stream, stream->record()};
     } catch (...) {

@@ -122,6 +122,7 @@ class ThreadedEngine final : public Engine, public EngineCore {
   /// (push lock held).
   void note_flows(const OpBlock& op);
   static void profile_start(OpBlock& op, Stream* stream, int worker);
+  static void profile_device_end(OpBlock& op, Stream* stream);
   static void profile_end(OpBlock& op, Stream* stream);
   void drain();
   std::uint64_t completed_count() const;

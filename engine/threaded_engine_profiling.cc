@@ -30,9 +30,16 @@ void ThreadedEngine::profile_start(OpBlock& op, Stream* stream, int worker) {
   marks->worker = worker;
   if (stream == nullptr) return;
   try {  // the device work starts when the stream reaches this mark
-    stream->enqueue_host([marks] { marks->device_started = profiler_now(); });
+    stream->enqueue_timestamp(&marks->device_started);
   } catch (...) {
     // A broken stream: the operation fails on its own; no device times.
+  }
+}
+
+void ThreadedEngine::profile_device_end(OpBlock& op, Stream* stream) {
+  try {  // before the operation's fence: resolved before the fence's callbacks
+    stream->enqueue_timestamp(&op.profile->device_ended);
+  } catch (...) {
   }
 }
 
@@ -45,18 +52,23 @@ void ThreadedEngine::profile_end(OpBlock& op, Stream* stream) {
   marks->priority = op.priority;
   marks->seq = op.seq;
   marks->failed = op.error != nullptr;
-  if (stream != nullptr) {
-    try {  // handed on once the stream has run the operation's device work
-      stream->enqueue_host([marks] {
-        marks->device_ended = profiler_now();
-        record_op(marks);
-      });
-      return;
-    } catch (...) {
-      marks->device_started = -1;  // recorded without device times
-    }
+  if (stream == nullptr) {
+    record_op(marks);
+    return;
   }
-  record_op(marks);
+  try {  // handed on once the stream has passed the operation's work
+    if (op.fence) {
+      stream->when_finished(op.fence.seq, [marks] { record_op(marks); });
+      return;
+    }
+  } catch (...) {
+  }
+  // A broken stream: its timestamps may still be written later, so the
+  // marks are left alone (a few bytes per failed operation); the profile
+  // gets a copy without device times.
+  auto* copy = new ProfileMarks(*marks);
+  copy->device_started = copy->device_ended = -1;
+  record_op(copy);
 }
 
 }  // namespace tagflow::detail
