@@ -84,6 +84,9 @@ struct alignas(64) OpBlock : Pooled<OpBlock> {
   const char* name = "op";
   /// Where it runs (threaded engine); null for host operations.
   WorkerPool* pool = nullptr;
+  /// Set while the profiler records (engine/profile_marks.h); next to what
+  /// the hand-over reads anyway, so that checking it costs no cache miss.
+  ProfileMarks* profile = nullptr;
   EngineCore* engine = nullptr;
   /// Ready-queue link.
   OpBlock* next = nullptr;
@@ -102,8 +105,6 @@ struct alignas(64) OpBlock : Pooled<OpBlock> {
   /// another stream; rare, so kept out of line).
   std::unique_ptr<std::vector<Fence>> stream_waits;
   WaitSignal* signal = nullptr;
-  /// Set while the profiler records (engine/profile_marks.h).
-  ProfileMarks* profile = nullptr;
 
   /// True once the operation has completed (its record may since have been
   /// recycled: check `seq` first).
