@@ -22,6 +22,10 @@ VarHandle NaiveEngine::new_var() { return new VarBlock; }
 void NaiveEngine::delete_var(VarHandle var, VarDeleter on_deleted) {
   TAGFLOW_CHECK(var != nullptr, "delete_var: expected a variable, got null");
   // Every operation has completed, device work included (push synchronises).
+  {
+    std::lock_guard lock(mutex_);
+    profiled_writers_.erase(var);
+  }
   delete var;
   if (on_deleted) run_deleter(on_deleted);
 }
@@ -53,6 +57,28 @@ void NaiveEngine::push(Operation op) {
   block.engine = this;
   block.set_deps(op.reads, op.writes);
   block.fn = std::move(op.fn);
+  block.seq = next_seq_++;
+  if (profiling()) [[unlikely]] {
+    // Pushed, ready and started at once: the naive engine runs it here.
+    block.profile = new ProfileMarks{.name = block.name,
+                                     .ctx = block.ctx,
+                                     .queue = op.queue,
+                                     .priority = op.priority,
+                                     .seq = block.seq,
+                                     .pushed = profiler_now()};
+    block.profile->ready = block.profile->started = block.profile->pushed;
+    for (const Dep& d : block.deps) {
+      const auto writer = profiled_writers_.find(d.var);
+      if (reads_value(d.access) && writer != profiled_writers_.end()) {
+        record_flow(writer->second, block.seq);
+      }
+      if (is_write(d.access)) profiled_writers_[d.var] = block.seq;
+    }
+  } else if (!profiled_writers_.empty()) {
+    for (const Dep& d : block.deps) {
+      if (is_write(d.access)) profiled_writers_.erase(d.var);
+    }
+  }
   for (const Dep& d : block.deps) {
     if (reads_value(d.access) && d.var->error) {
       block.error = d.var->error;  // inherited: skipped
@@ -63,6 +89,9 @@ void NaiveEngine::push(Operation op) {
     WorkerIdentity& me = this_worker();
     const char* outer = std::exchange(me.running, block.name);
     RunContext rc{block.ctx, stream, 0};
+    if (block.profile != nullptr && stream != nullptr) [[unlikely]] {
+      stream->enqueue_timestamp(&block.profile->device_started);
+    }
     try {
       if (!block.fn.is_async()) {
         block.fn.body()(rc, nullptr);
@@ -84,6 +113,9 @@ void NaiveEngine::push(Operation op) {
         if (finished.error) std::rethrow_exception(finished.error);
       }
       if (stream != nullptr) {
+        if (block.profile != nullptr) [[unlikely]] {
+          stream->enqueue_timestamp(&block.profile->device_ended);
+        }
         stream->synchronize(stream->record());
         // Device work failing is sticky on the stream: the first failure is
         // this operation's.
@@ -94,6 +126,23 @@ void NaiveEngine::push(Operation op) {
       block.error = block.wrap(std::current_exception());
     }
     me.running = outer;
+  }
+  if (block.profile != nullptr) [[unlikely]] {
+    ProfileMarks* marks = std::exchange(block.profile, nullptr);
+    marks->ended = profiler_now();
+    marks->failed = block.error != nullptr;
+    bool handed_on = stream == nullptr;
+    if (handed_on) record_op(marks);
+    try {  // device times are written once the stream passes them; then this
+      if (!handed_on) stream->when_finished(stream->record(), [marks] { record_op(marks); });
+      handed_on = true;
+    } catch (...) {
+    }
+    if (!handed_on) {  // a broken stream: as in the threaded engine
+      auto* copy = new ProfileMarks(*marks);
+      copy->device_started = copy->device_ended = -1;
+      record_op(copy);
+    }
   }
   if (block.error && !first_error_) first_error_ = block.error;
   for (const Dep& d : block.deps) {

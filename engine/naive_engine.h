@@ -43,6 +43,9 @@ class NaiveEngine final : public Engine, public EngineCore {
   std::map<std::pair<int, QueueKind>, std::unique_ptr<Stream>> streams_;
   std::exception_ptr first_error_;
   std::set<Stream*> reported_;  ///< streams whose sticky error was reported
+  /// Profiling: push numbers, and the last profiled writer of each variable.
+  std::uint64_t next_seq_ = 1;
+  std::map<const VarBlock*, std::uint64_t> profiled_writers_;
 };
 
 }  // namespace tagflow::detail

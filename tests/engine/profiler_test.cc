@@ -26,9 +26,9 @@ namespace {
 using namespace std::chrono_literals;
 using testing::run_with_timeout;
 
-EngineConfig small_config() {
+EngineConfig small_config(EngineKind kind = EngineKind::kThreaded) {
   EngineConfig config = EngineConfig::defaults();
-  config.kind = EngineKind::kThreaded;
+  config.kind = kind;
   config.cpu_workers = 1;
   config.sim_gpus = 1;
   config.profiler = false;
@@ -59,8 +59,8 @@ struct Recorded {
 ///   overwrite      cpu(0)  writes x            (after both readers; no flow)
 ///   late reader    cpu(1)  reads x, writes w   (flow from overwrite)
 /// then wait_to_read(w) and wait_for_all().
-Recorded run_graph() {
-  auto engine = make_engine(small_config());
+Recorded run_graph(EngineKind kind = EngineKind::kThreaded) {
+  auto engine = make_engine(small_config(kind));
   VarHandle x = engine->new_var(), y = engine->new_var(), z = engine->new_var(),
             w = engine->new_var(), v = engine->new_var();
   push_host(*engine, "before", cpu(0), {}, {x});
@@ -145,6 +145,29 @@ TEST(ProfilerTest, AKnownGraphGivesExactlyItsOperationsFlowsAndWaits) {
     EXPECT_GE(r.trace.waits[0].ended_ns, r.ops.at("late reader").ended_ns);
     EXPECT_EQ(r.trace.waits[1].what, "wait_for_all");
     EXPECT_EQ(r.trace.waits[0].thread, r.trace.waits[1].thread);
+  });
+}
+
+TEST(ProfilerTest, TheNaiveEngineRecordsTheSameOperationsAndFlows) {
+  run_with_timeout(60s, [] {
+    const Recorded r = run_graph(EngineKind::kNaive);
+    std::set<std::string> names;
+    for (const auto& e : r.trace.ops) names.insert(e.name);
+    EXPECT_EQ(names, (std::set<std::string>{"first reader", "produce", "consume", "launch",
+                                            "overwrite", "late reader"}));
+    std::map<std::uint64_t, std::string> name_of;
+    for (const auto& e : r.trace.ops) name_of[e.seq] = e.name;
+    std::set<std::pair<std::string, std::string>> flows;
+    for (const auto& f : r.trace.flows) flows.insert({name_of[f.from_seq], name_of[f.to_seq]});
+    EXPECT_EQ(flows,
+              (std::set<std::pair<std::string, std::string>>{
+                  {"produce", "consume"}, {"produce", "launch"}, {"overwrite", "late reader"}}));
+    // One after the other, in push order; the GPU's work inside its operation.
+    const auto& launch = r.ops.at("launch");
+    EXPECT_GE(launch.device_ended_ns - launch.device_started_ns, 1'000'000);
+    EXPECT_GE(launch.device_started_ns, launch.started_ns);
+    EXPECT_LE(launch.device_ended_ns, launch.ended_ns);
+    EXPECT_GE(r.ops.at("consume").started_ns, r.ops.at("produce").ended_ns);
   });
 }
 
