@@ -4,8 +4,8 @@
 #include <map>
 #include <vector>
 
-#include "tagflow/engine/engine.h"
 #include "tagflow/nn/nccl_aggregator.h"
+#include "tagflow/ops/device.h"
 #include "tagflow/ops/elementwise.h"
 #include "tagflow/ops/priority.h"
 
@@ -60,12 +60,8 @@ class LocalAggregator final : public GradientAggregator {
 
  private:
   static bool on_real_gpus(std::span<const NDArray> copies) {
-    const auto& gpus = Engine::get().gpus();
-    return std::all_of(copies.begin(), copies.end(), [&](const NDArray& a) {
-      const Context c = a.context();
-      return c.is_gpu() && c.index < static_cast<int>(gpus.size()) &&
-             !gpus[static_cast<std::size_t>(c.index)].simulated;
-    });
+    return std::all_of(copies.begin(), copies.end(),
+                       [](const NDArray& a) { return is_real_gpu(a.context()); });
   }
 
   /// The communicators of the copies' GPUs, made on first use.

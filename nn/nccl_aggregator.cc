@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "tagflow/engine/engine.h"
+#include "tagflow/ops/device.h"
 #include "tagflow/ops/priority.h"
 #include "tagflow/storage/storage.h"
 
@@ -18,13 +19,11 @@ namespace {
 /// Throws DeviceError unless every device of `gpus` is a real GPU, once.
 void check_real_gpus(const std::vector<Context>& gpus) {
   TAGFLOW_CHECK_AS(DeviceError, !gpus.empty(), "NcclAggregator: expected at least one GPU");
-  const auto& infos = Engine::get().gpus();
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     const Context c = gpus[i];
     check_device(c);
-    TAGFLOW_CHECK_AS(DeviceError, c.is_gpu() && !infos[static_cast<std::size_t>(c.index)].simulated,
-                     "NcclAggregator: NCCL needs real GPUs, got {}{}", c.str(),
-                     c.is_gpu() ? " (simulated)" : "");
+    TAGFLOW_CHECK_AS(DeviceError, is_real_gpu(c), "NcclAggregator: NCCL needs real GPUs, got {}{}",
+                     c.str(), c.is_gpu() ? " (simulated)" : "");
     for (std::size_t j = 0; j < i; ++j) {
       TAGFLOW_CHECK_AS(DeviceError, gpus[j] != c, "NcclAggregator: {} is listed twice", c.str());
     }

@@ -13,4 +13,9 @@ std::vector<Context> try_all_gpus() {
   return devices;
 }
 
+bool is_real_gpu(Context ctx) {
+  if (!ctx.is_gpu() || ctx.index < 0 || ctx.index >= num_gpus()) return false;
+  return !Engine::get().gpus()[static_cast<std::size_t>(ctx.index)].simulated;
+}
+
 }  // namespace tagflow

@@ -15,5 +15,8 @@ namespace tagflow {
 Context try_gpu(int i = 0);
 /// Every GPU, or {cpu(0)} when there is none.
 std::vector<Context> try_all_gpus();
+/// True for a GPU that exists and is a CUDA device, not a simulated one
+/// (whose kernels run on the host).
+bool is_real_gpu(Context ctx);
 
 }  // namespace tagflow

@@ -200,7 +200,7 @@ Row scaling(const OpsBenchOptions& o) {
   }
   const double t_one = median(one_s);
   const double t_two = median(two_s);
-  const bool simulated = gpus && Engine::get().gpus()[0].simulated;
+  const bool simulated = gpus && !is_real_gpu(a);
   const std::string devices = a.str() + " and " + b.str() +
                               (!gpus       ? " (sharing the cores)"
                                : simulated ? " (simulated: sharing the cores)"
@@ -240,8 +240,7 @@ std::vector<Row> cpu_vs_gpu(const OpsBenchOptions& o) {
       c.wait_to_read();
       seconds.push_back(seconds_since(start));
     }
-    const bool simulated =
-        ctx.is_gpu() && Engine::get().gpus()[static_cast<std::size_t>(ctx.index)].simulated;
+    const bool simulated = ctx.is_gpu() && !is_real_gpu(ctx);
     // The same kernels on the CPU and simulated GPUs give the same bits; a
     // real GPU's sums differ in the last places.
     const std::vector<float> got = c.to_vector<float>();

@@ -165,9 +165,8 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
   // Several devices whose kernels run on the host (cpu(i), simulated GPUs)
   // call the BLAS at once; OpenBLAS runs concurrent multithreaded calls one
   // after the other, so each device's calls get one thread instead.
-  const auto host_devices = std::count_if(devices.begin(), devices.end(), [](Context c) {
-    return !c.is_gpu() || Engine::get().gpus()[static_cast<std::size_t>(c.index)].simulated;
-  });
+  const auto host_devices =
+      std::count_if(devices.begin(), devices.end(), [](Context c) { return !is_real_gpu(c); });
   if (host_devices > 1) openblas_set_num_threads(1);
   const auto device_count = static_cast<std::int64_t>(devices.size());
   TAGFLOW_CHECK(options.batch_size >= device_count,

@@ -27,6 +27,10 @@ TEST(TutorialTest, ContextsPrintAsInTheTutorial) {
   EXPECT_EQ(try_gpu(), gpu(0));
   EXPECT_EQ(try_gpu(10), cpu(0));
   EXPECT_EQ(try_all_gpus(), (std::vector<Context>{gpu(0), gpu(1)}));
+  // Simulated GPUs (the test main's) run host kernels: not real GPUs.
+  EXPECT_FALSE(is_real_gpu(gpu(0)));
+  EXPECT_FALSE(is_real_gpu(gpu(10)));
+  EXPECT_FALSE(is_real_gpu(cpu(0)));
 }
 
 TEST(TutorialTest, ArraysLiveOnTheCpuByDefault) {

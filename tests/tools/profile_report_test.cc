@@ -11,6 +11,7 @@
 #include "tagflow/engine/error.h"
 #include "tagflow/engine/profiler.h"
 #include "tagflow/tagflow.h"
+#include "tests/ops/test_util.h"
 #include "tools/profile_report.h"
 
 namespace tagflow {
@@ -169,13 +170,8 @@ TEST(ProfileReportTest, TheTimelineHoldsEveryEvent) {
 }
 
 TEST(ProfileReportTest, MalformedTracesGetClearErrors) {
-  auto error_of = [](const std::string& text) -> std::string {
-    try {
-      (void)tools::parse_chrome_trace(text);
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "(no error)";
+  auto error_of = [](const std::string& text) {
+    return testing::error_of([&] { (void)tools::parse_chrome_trace(text); });
   };
   EXPECT_NE(error_of("not json").find("not JSON"), std::string::npos);
   EXPECT_NE(error_of("{}").find("traceEvents"), std::string::npos);
