@@ -3,10 +3,13 @@
 
 #include "tagflow/engine/config.h"
 #include "tagflow/engine/context.h"
+#include "tagflow/engine/dependency_state.h"
+#include "tagflow/engine/dump_signal.h"
 #include "tagflow/engine/engine.h"
 #include "tagflow/engine/error.h"
 #include "tagflow/engine/operation.h"
 #include "tagflow/engine/profiler.h"
+#include "tagflow/engine/watchdog.h"
 #include "tagflow/nn/basic_layers.h"
 #include "tagflow/nn/block.h"
 #include "tagflow/nn/conv_layers.h"

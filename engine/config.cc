@@ -1,6 +1,7 @@
 #include "tagflow/engine/config.h"
 
 #include <charconv>
+#include <csignal>
 #include <cstdlib>
 #include <string_view>
 #include <thread>
@@ -61,6 +62,7 @@ const char* to_string(EngineKind kind) { return kind == EngineKind::kNaive ? "na
 
 EngineConfig EngineConfig::defaults() {
   EngineConfig c;
+  c.dump_signal = SIGUSR1;
   c.cpu_workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return c;
 }
@@ -83,6 +85,25 @@ EngineConfig EngineConfig::from_env() {
   c.max_pending = env_int("TAGFLOW_MAX_PENDING_OPS", c.max_pending, 0, 1 << 30);
   c.memory_limit = env_bytes("TAGFLOW_MEMORY_LIMIT", c.memory_limit);
   c.profiler = env_bool("TAGFLOW_PROFILER", c.profiler);
+  if (const char* text = env("TAGFLOW_DUMP_SIGNAL")) {
+    const std::string_view s(text);
+    if (s == "USR1" || s == "SIGUSR1") {
+      c.dump_signal = SIGUSR1;
+    } else if (s == "USR2" || s == "SIGUSR2") {
+      c.dump_signal = SIGUSR2;
+    } else if (s == "off" || s == "0") {
+      c.dump_signal = 0;
+    } else {
+      detail::throw_error("TAGFLOW_DUMP_SIGNAL: expected USR1, USR2 or off, got \"{}\"", text);
+    }
+  }
+  if (const char* text = env("TAGFLOW_WATCHDOG")) {
+    char* end = nullptr;
+    const double seconds = std::strtod(text, &end);
+    TAGFLOW_CHECK(end != text && *end == '\0' && seconds >= 0 && seconds <= 1e6,
+                  "TAGFLOW_WATCHDOG: expected seconds in [0, 1e6] (0: off), got \"{}\"", text);
+    c.watchdog_seconds = seconds;
+  }
   if (const char* level = env("TAGFLOW_LOG_LEVEL")) {
     static constexpr std::string_view kLevels[] = {"trace", "debug",    "info", "warn",
                                                    "error", "critical", "off"};
@@ -107,6 +128,10 @@ std::vector<std::pair<std::string, std::string>> EngineConfig::describe() const 
       {"TAGFLOW_MEMORY_LIMIT",
        memory_limit == 0 ? "0 (device limit)" : std::to_string(memory_limit)},
       {"TAGFLOW_PROFILER", profiler ? "1" : "0"},
+      {"TAGFLOW_DUMP_SIGNAL", dump_signal == SIGUSR1   ? "USR1"
+                              : dump_signal == SIGUSR2 ? "USR2"
+                                                       : "off"},
+      {"TAGFLOW_WATCHDOG", watchdog_seconds > 0 ? fmt::format("{}", watchdog_seconds) : "0 (off)"},
       {"TAGFLOW_LOG_LEVEL", log_level},
   };
 }

@@ -31,6 +31,14 @@ struct EngineConfig {
   std::uint64_t memory_limit = 0;
   /// TAGFLOW_PROFILER: record every operation for the profiler.
   bool profiler = false;
+  /// TAGFLOW_DUMP_SIGNAL: "USR1" (default), "USR2" or "off": the signal that
+  /// makes the process-wide engine print its dependency state to standard
+  /// error (engine/dump_signal.h). 0 when off.
+  int dump_signal = 0;
+  /// TAGFLOW_WATCHDOG: seconds without a completed operation, while some are
+  /// pending, after which the process-wide engine logs its dependency state
+  /// (engine/watchdog.h); 0 (default) is off.
+  double watchdog_seconds = 0;
   /// TAGFLOW_LOG_LEVEL: trace, debug, info, warn, error, critical or off.
   std::string log_level = "warn";
 

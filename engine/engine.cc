@@ -6,9 +6,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include "tagflow/engine/dump_signal.h"
 #include "tagflow/engine/error.h"
 #include "tagflow/engine/naive_engine.h"
 #include "tagflow/engine/threaded_engine.h"
+#include "tagflow/engine/watchdog.h"
 #include "tagflow/engine/worker_pool.h"
 
 namespace tagflow {
@@ -74,8 +76,19 @@ Engine& Engine::get() {
     for (const auto& [name, value] : config.describe()) spdlog::info("config {}={}", name, value);
     auto made = make_engine(config);
     spdlog::info("engine: {} with {} GPU(s)", to_string(config.kind), made->num_gpus());
+    if (config.dump_signal != 0) install_dump_signal(config.dump_signal);
     return made;
   }();
+  if (engine->config().watchdog_seconds > 0) {
+    // Started after the engine, so destroyed before it.
+    static Watchdog watchdog(
+        *engine,
+        std::chrono::milliseconds(
+            static_cast<std::chrono::milliseconds::rep>(engine->config().watchdog_seconds * 1000)),
+        [seconds = engine->config().watchdog_seconds](const DependencyState& state) {
+          spdlog::error("watchdog: no operation completed for {} s\n{}", seconds, state.describe());
+        });
+  }
   return *engine;
 }
 

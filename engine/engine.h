@@ -29,6 +29,7 @@
 
 #include "tagflow/engine/config.h"
 #include "tagflow/engine/context.h"
+#include "tagflow/engine/dependency_state.h"
 #include "tagflow/engine/operation.h"
 #include "tagflow/engine/stream.h"
 
@@ -74,6 +75,16 @@ class Engine {
   /// Blocks until every operation pushed so far has completed (and device
   /// work has finished); rethrows the first error raised since the last call.
   virtual void wait_for_all() = 0;
+
+  /// Operations pushed and completed so far; cheap, for progress checks.
+  virtual OperationCounts operation_counts() const = 0;
+  /// Every pending operation, its stage and what it waits for (see
+  /// DependencyState). Callable from any thread that is not running an
+  /// operation, at any time; pushes to every engine of the process pause
+  /// while it looks (Note [Dependency state] in threaded_engine.h).
+  ///
+  ///   spdlog::error("stuck:\n{}", engine.dependency_state().describe());
+  virtual DependencyState dependency_state() = 0;
 
   /// The configuration the engine was built with.
   virtual const EngineConfig& config() const = 0;

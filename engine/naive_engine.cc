@@ -58,6 +58,7 @@ void NaiveEngine::push(Operation op) {
   block.set_deps(op.reads, op.writes);
   block.fn = std::move(op.fn);
   block.seq = next_seq_++;
+  pushed_.fetch_add(1, std::memory_order_relaxed);
   if (profiling()) [[unlikely]] {
     // Pushed, ready and started at once: the naive engine runs it here.
     block.profile = new ProfileMarks{.name = block.name,
@@ -86,6 +87,11 @@ void NaiveEngine::push(Operation op) {
     }
   }
   if (!block.error) {
+    block.stage.store(OperationStage::kRunning, std::memory_order_relaxed);
+    {
+      std::lock_guard running_lock(running_mutex_);
+      running_.push_back(&block);
+    }
     WorkerIdentity& me = this_worker();
     const char* outer = std::exchange(me.running, block.name);
     RunContext rc{block.ctx, stream, 0};
@@ -108,6 +114,7 @@ void NaiveEngine::push(Operation op) {
           }
         }                    // a Completion the closure did not take is dropped here: fails the op
         me.running = outer;  // the wait below is ours, not the operation's
+        block.stage.store(OperationStage::kLaunched, std::memory_order_relaxed);
         finished.wait();
         if (launch_error) std::rethrow_exception(launch_error);
         if (finished.error) std::rethrow_exception(finished.error);
@@ -126,6 +133,8 @@ void NaiveEngine::push(Operation op) {
       block.error = block.wrap(std::current_exception());
     }
     me.running = outer;
+    std::lock_guard running_lock(running_mutex_);
+    running_.pop_back();
   }
   if (block.profile != nullptr) [[unlikely]] {
     ProfileMarks* marks = std::exchange(block.profile, nullptr);
@@ -148,6 +157,28 @@ void NaiveEngine::push(Operation op) {
   for (const Dep& d : block.deps) {
     if (is_write(d.access)) d.var->error = block.error;
   }
+  completed_.fetch_add(1, std::memory_order_relaxed);
+}
+
+OperationCounts NaiveEngine::operation_counts() const {
+  const std::uint64_t completed = completed_.load(std::memory_order_relaxed);
+  return {pushed_.load(std::memory_order_relaxed), completed};
+}
+
+DependencyState NaiveEngine::dependency_state() {
+  check_not_inside_operation("dependency_state");
+  DependencyState state;
+  state.counts = operation_counts();
+  std::lock_guard lock(running_mutex_);
+  for (const OpBlock* op : running_) {
+    PendingOperation& p = state.operations.emplace_back();
+    p.seq = op->seq;
+    p.name = op->name;
+    p.ctx = op->ctx;
+    p.stage = op->stage.load(std::memory_order_relaxed);
+    for (const Dep& d : op->deps) (is_write(d.access) ? p.writes : p.reads).push_back(d.var);
+  }
+  return state;
 }
 
 void NaiveEngine::complete_async(OpBlock* op, std::exception_ptr error) {

@@ -5,10 +5,12 @@
 // semantics as the threaded engine, errors on variables included.
 // Internal to engine/; reach it through make_engine() with TAGFLOW_ENGINE=naive.
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <vector>
 
 #include "tagflow/engine/device_backend.h"
 #include "tagflow/engine/engine.h"
@@ -28,6 +30,9 @@ class NaiveEngine final : public Engine, public EngineCore {
   void wait_to_read(VarHandle var) override;
   void wait_to_write(VarHandle var) override;
   void wait_for_all() override;
+  OperationCounts operation_counts() const override;
+  /// Lists the operations running at the moment (several when closures push).
+  DependencyState dependency_state() override;
   const EngineConfig& config() const override { return config_; }
   const std::vector<GpuInfo>& gpus() const override { return backend_->devices(); }
   std::string device_status() const override { return backend_->status(); }
@@ -46,6 +51,11 @@ class NaiveEngine final : public Engine, public EngineCore {
   /// Profiling: push numbers, and the last profiled writer of each variable.
   std::uint64_t next_seq_ = 1;
   std::map<const VarBlock*, std::uint64_t> profiled_writers_;
+  /// For the dump: counts, and the operations being run (innermost last).
+  std::atomic<std::uint64_t> pushed_{0};
+  std::atomic<std::uint64_t> completed_{0};
+  std::mutex running_mutex_;
+  std::vector<const OpBlock*> running_;
 };
 
 }  // namespace tagflow::detail

@@ -1,6 +1,7 @@
 #include "tagflow/engine/object_pool.h"
 
 #include <cstdlib>
+#include <cstring>
 
 namespace tagflow::detail {
 
@@ -25,10 +26,11 @@ void ObjectPoolRegistry::release(ObjectPoolCache* cache) {
   idle_.push_back(cache);
 }
 
-void* ObjectPoolRegistry::new_chunk(std::size_t bytes) {
-  void* chunk = ::operator new (bytes, std::align_val_t{64});
+void* ObjectPoolRegistry::new_chunk(std::size_t stride, std::size_t slots) {
+  void* chunk = ::operator new (stride* slots, std::align_val_t{64});
+  std::memset(chunk, 0, stride * slots);
   std::lock_guard lock(mutex_);
-  chunks_.push_back(chunk);
+  chunks_.push_back(Chunk{chunk, stride, slots});
   return chunk;
 }
 
@@ -41,7 +43,7 @@ ObjectPoolCache::ObjectPoolCache(ObjectPoolRegistry* registry)
 PoolSlotHeader* ObjectPoolCache::refill() {
   PoolSlotHeader* taken = remote_.exchange(nullptr, std::memory_order_acquire);
   if (taken != nullptr) return taken;
-  auto* bytes = static_cast<unsigned char*>(registry_->new_chunk(stride_ * kSlotsPerChunk));
+  auto* bytes = static_cast<unsigned char*>(registry_->new_chunk(stride_, kSlotsPerChunk));
   PoolSlotHeader* head = nullptr;
   for (std::size_t i = kSlotsPerChunk; i-- > 0;) {
     auto* slot = reinterpret_cast<PoolSlotHeader*>(bytes + i * stride_ + header_offset_);

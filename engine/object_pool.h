@@ -13,11 +13,21 @@
 // handed back in batches; a thread about to idle flushes its batch. Caches are never destroyed: a
 // thread that exits hands its cache to the next thread that starts, so a late remote free always
 // has a live destination. Memory is kept at its peak, like every caching pool.
+//
+// Note [Inspecting pooled records]
+// Chunks are zero-filled when made and never returned, and a slot only ever
+// holds objects of one type, so a diagnostic can walk every slot and tell a
+// never-used one (zero bytes) from one that held an object (its fields, as
+// the object left them when it was destroyed). That is sound only where the
+// caller knows no object is being built meanwhile and keeps the objects it
+// reads from being destroyed: the engine's dependency dump does both
+// (Note [Dependency state] in threaded_engine.h).
 
 #include <atomic>
 #include <cstddef>
 #include <mutex>
 #include <new>
+#include <utility>
 #include <vector>
 
 namespace tagflow::detail {
@@ -46,7 +56,19 @@ class ObjectPoolRegistry {
   std::size_t header_offset() const { return header_offset_; }
   ObjectPoolCache* adopt();
   void release(ObjectPoolCache* cache);
-  void* new_chunk(std::size_t bytes);
+  /// A zero-filled chunk of `slots` slots of `stride` bytes each.
+  void* new_chunk(std::size_t stride, std::size_t slots);
+  /// Calls `visit` with the start of every slot of every chunk: zero bytes
+  /// until a first object is built there, then the last object built there,
+  /// alive or destroyed (Note [Inspecting pooled records]).
+  template <typename F>
+  void for_each_slot(F&& visit) {
+    std::lock_guard lock(mutex_);
+    for (const Chunk& chunk : chunks_) {
+      for (std::size_t i = 0; i < chunk.slots; ++i)
+        visit(static_cast<char*>(chunk.bytes) + i * chunk.stride);
+    }
+  }
 
  private:
   std::size_t block_size_;
@@ -54,7 +76,12 @@ class ObjectPoolRegistry {
   std::mutex mutex_;
   std::vector<ObjectPoolCache*> idle_;
   std::vector<ObjectPoolCache*> all_;
-  std::vector<void*> chunks_;
+  struct Chunk {
+    void* bytes;
+    std::size_t stride;
+    std::size_t slots;
+  };
+  std::vector<Chunk> chunks_;
 };
 
 /// A slot: the object's bytes from the start of a cache line, then this
@@ -107,8 +134,6 @@ class alignas(64) ObjectPoolCache {
   alignas(64) std::atomic<PoolSlotHeader*> remote_{nullptr};  // any thread pushes
 };
 
-/// Thread-local handle to a cache of the registry for objects of `Size`
-/// bytes aligned to `Align` (at most a cache line).
 /// A thread's blocks freed for another cache, handed back in one go: one
 /// contended compare-and-swap per batch instead of one per block.
 struct ReturnBatch {
@@ -134,11 +159,14 @@ struct ReturnBatch {
   ~ReturnBatch() { flush(); }
 };
 
-template <std::size_t Size, std::size_t Align>
+/// Thread-local handle to a cache of the registry for objects of type `T`
+/// (aligned to at most a cache line). Each type has its own registry, so
+/// every slot of it only ever holds a `T`.
+template <typename T>
 class ObjectPool {
-  static_assert(Align <= 64, "slots are aligned to cache lines");
+  static_assert(alignof(T) <= 64, "slots are aligned to cache lines");
   static constexpr std::size_t kHeaderOffset =
-      (Size + alignof(PoolSlotHeader) - 1) / alignof(PoolSlotHeader) * alignof(PoolSlotHeader);
+      (sizeof(T) + alignof(PoolSlotHeader) - 1) / alignof(PoolSlotHeader) * alignof(PoolSlotHeader);
 
  public:
   static void* allocate() { return local().allocate(); }
@@ -156,6 +184,12 @@ class ObjectPool {
   /// Hands back this thread's pending returns now (a thread about to idle).
   static void flush_returns() noexcept { returns().flush(); }
 
+  /// See ObjectPoolRegistry::for_each_slot.
+  template <typename F>
+  static void for_each_slot(F&& visit) {
+    registry().for_each_slot(std::forward<F>(visit));
+  }
+
  private:
   static ReturnBatch& returns() {
     thread_local ReturnBatch batch;
@@ -163,7 +197,7 @@ class ObjectPool {
   }
   static ObjectPoolRegistry& registry() {
     // Leaked on purpose: blocks may be freed during static destruction.
-    static ObjectPoolRegistry* registry = new ObjectPoolRegistry(Size, kHeaderOffset);
+    static ObjectPoolRegistry* registry = new ObjectPoolRegistry(sizeof(T), kHeaderOffset);
     return *registry;
   }
   struct Holder {
@@ -181,13 +215,11 @@ template <typename T>
 struct Pooled {
   static void* operator new(std::size_t size) {
     (void)size;
-    return ObjectPool<sizeof(T), alignof(T)>::allocate();
+    return ObjectPool<T>::allocate();
   }
-  static void operator delete(void* p) noexcept {
-    ObjectPool<sizeof(T), alignof(T)>::deallocate(p);
-  }
+  static void operator delete(void* p) noexcept { ObjectPool<T>::deallocate(p); }
   /// Hands back the blocks of T this thread freed for other threads.
-  static void flush_returns() noexcept { ObjectPool<sizeof(T), alignof(T)>::flush_returns(); }
+  static void flush_returns() noexcept { ObjectPool<T>::flush_returns(); }
 };
 
 }  // namespace tagflow::detail

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "tagflow/engine/dependency_state.h"
 #include "tagflow/engine/object_pool.h"
 #include "tagflow/engine/operation.h"
 #include "tagflow/engine/profile_marks.h"
@@ -78,6 +79,8 @@ struct alignas(64) OpBlock : Pooled<OpBlock> {
   int priority = 0;
   OpKind kind = OpKind::kUser;
   QueueKind queue = QueueKind::kCompute;
+  /// What it is doing, for the dependency dump only (relaxed stores).
+  std::atomic<OperationStage> stage{OperationStage::kWaiting};
   /// Overflow edges into this operation, freed with it.
   OverflowEdge* owned_edges = nullptr;
   Context ctx;

@@ -27,10 +27,12 @@ ThreadedEngine::ThreadedEngine(const EngineConfig& config)
                 "engine: at most {} GPUs are supported, found {}", kMaxGpus,
                 backend_->devices().size());
   if (config_.profiler) g_profiling.fetch_add(1, std::memory_order_relaxed);  // TAGFLOW_PROFILER
+  enroll();
 }
 
 ThreadedEngine::~ThreadedEngine() {
   drain();
+  withdraw();
   if (config_.profiler) g_profiling.fetch_sub(1, std::memory_order_relaxed);
   // A Completion called from a client thread may still be on its way out of
   // complete_async() after the count that released drain().
@@ -336,8 +338,9 @@ void ThreadedEngine::complete(OpBlock* op, Followers* followers) {
   // Each successor's first line is fetched for writing up front, so that the
   // misses overlap; its counter is on it.
   SmallVector<OpBlock*, 8> successors;
+  // Sequentially consistent: ordered with a dump's look (Note [Dependency state]).
   const std::uint32_t n =
-      op->successor_count.exchange(OpBlock::kCompleted, std::memory_order_acq_rel);
+      op->successor_count.exchange(OpBlock::kCompleted, std::memory_order_seq_cst);
   for (std::uint32_t i = 0; i < n; ++i) {
     successors.push_back(op->inline_successors[i].load(std::memory_order_relaxed));
     prefetch_for_write(successors[i]);
@@ -348,7 +351,7 @@ void ThreadedEngine::complete(OpBlock* op, Followers* followers) {
     for (Edge* e = stack; e != nullptr; e = e->next) successors.push_back(e->to);
     std::reverse(successors.begin() + first, successors.end());
   }
-  delete op;
+  release(op);
   for (OpBlock* successor : successors) {
     if (successor->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       on_ready(successor, followers);
@@ -429,6 +432,7 @@ bool ThreadedEngine::hold_for_fences(OpBlock* op) {
   if (host_waits.empty()) return false;
   // Held back until its device inputs have finished; the last fence to
   // finish hands it on, from the stream's thread.
+  op->stage.store(OperationStage::kHeldForDevice, std::memory_order_relaxed);
   op->pending.store(static_cast<std::int32_t>(host_waits.size()) + 1, std::memory_order_relaxed);
   for (const Fence& f : host_waits) {
     f.stream->when_finished(f.seq, [this, op] {
@@ -446,6 +450,7 @@ void ThreadedEngine::run_or_enqueue(OpBlock* op, Followers* followers) {
   }
   if (op->profile != nullptr) [[unlikely]]
     op->profile->ready = profiler_now();
+  op->stage.store(OperationStage::kQueued, std::memory_order_relaxed);
   if (followers != nullptr && followers->current == op->pool && followers->inline_next == nullptr &&
       !op->pool->queue().has_priority_above(op->priority)) {
     followers->inline_next = op;
@@ -487,6 +492,7 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
     if (op->error) {
       finish(op, &followers);  // skipped: it inherited an error
     } else if (!op->fn.is_async()) {
+      op->stage.store(OperationStage::kRunning, std::memory_order_relaxed);
       WorkerIdentity& me = this_worker();
       me.running = op->name;
       try {
@@ -501,6 +507,7 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
       // Two references, this launcher's and the Completion's: whichever
       // lets go last finishes the operation.
       op->pending.store(2, std::memory_order_relaxed);
+      op->stage.store(OperationStage::kRunning, std::memory_order_relaxed);
       WorkerIdentity& me = this_worker();
       me.running = op->name;
       {
@@ -513,6 +520,7 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
         }
       }  // a Completion the closure did not take is dropped here: fails the op
       me.running = nullptr;
+      op->stage.store(OperationStage::kLaunched, std::memory_order_relaxed);
       if (op->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(op, &followers);
     }
     op = followers.inline_next;

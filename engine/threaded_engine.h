@@ -39,6 +39,24 @@
 // nothing completes for a while, the pause ends anyway: the backlog may be
 // waiting for something the client itself will do later (an asynchronous
 // operation it completes), and a throttle must never turn into a deadlock.
+//
+// Note [Dependency state]
+// The engine keeps no list of pending operations: that would cost every push
+// and completion a shared write. The dump finds them where they live, in the
+// operation records' pool (Note [Inspecting pooled records] in
+// object_pool.h), and takes what they wait for from their successor edges.
+// Two things make reading records that workers complete meanwhile sound:
+//  - no record is built during the walk: records are only allocated under a
+//    push lock, and the dump holds the push lock of every threaded engine of
+//    the process (found in a registry, locked in address order);
+//  - no record it reads is destroyed during the walk: the dump raises a
+//    process-wide count before it looks, and a completing operation checks
+//    the count after marking itself completed (both sequentially
+//    consistent). A record seen not completed will therefore see the count
+//    raised when it completes, and is parked instead of freed (its closure
+//    and errors released at once); parked records are freed as soon as no
+//    dump runs. A record seen completed is skipped and never read further.
+// Each record's stage is a relaxed store on a line its worker writes anyway.
 
 #include <array>
 #include <atomic>
@@ -66,6 +84,8 @@ class ThreadedEngine final : public Engine, public EngineCore {
   void wait_to_read(VarHandle var) override;
   void wait_to_write(VarHandle var) override;
   void wait_for_all() override;
+  OperationCounts operation_counts() const override;
+  DependencyState dependency_state() override;
   const EngineConfig& config() const override { return config_; }
   const std::vector<GpuInfo>& gpus() const override { return backend_->devices(); }
   std::string device_status() const override { return backend_->status(); }
@@ -126,7 +146,25 @@ class ThreadedEngine final : public Engine, public EngineCore {
   static void profile_end(OpBlock& op, Stream* stream);
   void drain();
   std::uint64_t completed_count() const;
+  /// Frees `op`, or parks it while a dump may read it (Note [Dependency state]).
+  static void release(OpBlock* op) {
+    if (inspections_.load(std::memory_order_seq_cst) == 0) [[likely]] {
+      delete op;
+    } else {
+      park(op);
+    }
+  }
+  static void park(OpBlock* op);
+  static void free_parked();
+  /// Adds this engine to / removes it from the registry the dump locks.
+  void enroll();
+  void withdraw();
+  /// The dump's walk over this engine's records (every push lock held).
+  void collect_pending(DependencyState& state) const;
   void throttle();
+
+  /// Dumps under way in the process (Note [Dependency state]).
+  static inline std::atomic<int> inspections_{0};
 
   EngineConfig config_;
   /// Profiling: the last profiled writer of each variable (push lock).

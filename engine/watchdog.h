@@ -1,0 +1,54 @@
+#pragma once
+// Watchdog: notices when an engine's work stops moving. While operations are
+// pending and none completes for the given time, it calls its callback once
+// with the engine's dependency state (again after a later stall, once
+// something completed in between):
+//
+//   Watchdog watchdog(Engine::get(), std::chrono::seconds(30),
+//                     [](const DependencyState& state) {
+//                       std::fputs(state.describe().c_str(), stderr);
+//                       std::_Exit(3);  // a stuck service restarts rather than hang
+//                     });
+//
+// The process-wide engine runs one that logs the state when TAGFLOW_WATCHDOG
+// is set; `tagflow stress --watchdog` prints it and exits non-zero.
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "tagflow/engine/engine.h"
+
+namespace tagflow {
+
+class Watchdog {
+ public:
+  using Callback = std::function<void(const DependencyState&)>;
+
+  /// Starts watching `engine`, which must outlive the watchdog. Throws
+  /// tagflow::Error for a `stall` that is not positive or a missing callback.
+  Watchdog(Engine& engine, std::chrono::milliseconds stall, Callback on_stall);
+  /// Stops watching (waits for a callback under way to return).
+  ~Watchdog();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  /// How many stalls it has reported so far (callbacks that have returned).
+  int stalls() const;
+
+ private:
+  void run();
+
+  Engine& engine_;
+  std::chrono::milliseconds stall_;
+  Callback on_stall_;
+  mutable std::mutex mutex_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+  int stalls_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace tagflow
