@@ -478,11 +478,14 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
   const bool real_gpu = stream != nullptr && stream->native_handle() != nullptr;
   for (int run = 0; op != nullptr && run < kMaxInlineRun; ++run) {
     followers.inline_next = nullptr;
-    if (stream != nullptr && op->stream_waits && !op->error) {
+    // Skipped or not: the fence it leaves on what it writes must follow the
+    // device work of the operations it follows (Note [Skipped operations on
+    // device queues]).
+    if (stream != nullptr && op->stream_waits) {
       try {
         for (const Fence& f : *op->stream_waits) stream->wait(*f.stream, f.seq);
       } catch (...) {
-        op->error = op->wrap(std::current_exception());  // a broken device: skip the work
+        if (!op->error) op->error = op->wrap(std::current_exception());  // a broken device
       }
     }
     // After the waits on other streams: the device span is the work alone.

@@ -19,6 +19,15 @@
 // wait_for_all() additionally synchronises every stream. Simulated and real
 // GPUs share this logic; only the Stream implementation differs.
 //
+// Note [Skipped operations on device queues]
+// An operation skipped because it inherited an error still leaves its fence
+// on what it writes, and whatever comes next waits on that fence only. So
+// its stream must still wait on the fences of the operations it follows:
+// otherwise a host reader, or a variable's deleter, would go ahead while the
+// device work of an earlier writer on another stream is still to run, and
+// see a stale value, or free memory that work then writes (found by
+// `tagflow stress --faults` on simulated GPUs).
+//
 // Note [Idle workers]
 // A worker whose queue is empty polls it for a while before it sleeps on a
 // futex: work pushed in the meantime is picked up without a wake-up system

@@ -128,6 +128,56 @@ TEST_P(EngineErrorTest, ErrorFromAGpuReachesACpuReader) {
   });
 }
 
+// A GPU operation skipped for an inherited error still orders what it writes
+// after the device work it follows on another stream: a host wait on that
+// variable must not return while that work has yet to run.
+TEST_P(EngineErrorTest, SkippedGpuOperationStillFollowsDeviceWorkOnAnotherStream) {
+  run_with_timeout(30s, [&] {
+    VarHandle w = engine_->new_var(), u = engine_->new_var();
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    std::atomic<bool> slow_work_done{false};
+    // The naive engine finishes device work inside push: nothing to hold.
+    const bool naive = GetParam().kind == EngineKind::kNaive;
+    if (naive) release.set_value();
+    engine_->push({.name = "slow device work",
+                   .ctx = gpu(0),
+                   .writes = {w},
+                   .fn = [&, released](const RunContext& rc) {
+                     rc.stream->enqueue_host([&, released] {
+                       released.wait();
+                       slow_work_done = true;
+                     });
+                   }});
+    engine_->push({.name = "fails", .ctx = cpu(0), .writes = {u}, .fn = [](const RunContext&) {
+                     throw std::runtime_error("upstream failure");
+                   }});
+    // Skipped (it reads u's error); it writes w after the slow work.
+    engine_->push({.name = "skipped",
+                   .ctx = gpu(1),
+                   .reads = {u},
+                   .writes = {w},
+                   .fn = [](const RunContext&) { ADD_FAILURE() << "a skipped operation ran"; }});
+    std::atomic<bool> waited{false};
+    bool done_when_returned = false;
+    std::thread waiter([&] {
+      EXPECT_THROW(engine_->wait_to_read(w), OperationError);
+      done_when_returned = slow_work_done.load();
+      waited = true;
+    });
+    if (!naive) {
+      std::this_thread::sleep_for(50ms);
+      EXPECT_FALSE(waited.load()) << "wait_to_read returned before the device work it follows";
+      release.set_value();
+    }
+    waiter.join();
+    EXPECT_TRUE(done_when_returned);
+    EXPECT_THROW(engine_->wait_for_all(), OperationError);
+    engine_->delete_var(w);
+    engine_->delete_var(u);
+  });
+}
+
 TEST_P(EngineErrorTest, LaterSuccessfulWriteClearsTheError) {
   run_with_timeout(30s, [&] {
     VarHandle x = engine_->new_var();
