@@ -54,7 +54,8 @@ struct PendingOperation {
   OperationStage stage = OperationStage::kWaiting;
   std::vector<VarHandle> reads;  ///< merged: a variable read and written is in `writes` only
   std::vector<VarHandle> writes;
-  /// The uncompleted operations it follows directly, oldest first.
+  /// The uncompleted operations it follows directly, oldest first; one entry
+  /// per variable when it follows the same operation on several.
   std::vector<Blocker> waits_for;
 };
 

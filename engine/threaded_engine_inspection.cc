@@ -49,15 +49,20 @@ void ThreadedEngine::free_parked() {
 
 namespace {
 
-/// Which variable an edge from `pred` to `op` stands for: the first one both
-/// claim, at least one of them to write.
-VarHandle shared_var(const OpBlock& pred, const OpBlock& op) {
+/// Lists in `waits_for` what `op` waits on `pred` for: every variable both
+/// claim, at least one of them to write (several edges may join the same
+/// two operations, one per variable; each variable is listed once).
+void add_blockers(const OpBlock& pred, const OpBlock& op, std::vector<Blocker>& waits_for) {
+  for (const Blocker& b : waits_for) {
+    if (b.seq == pred.seq) return;  // listed already
+  }
   for (const Dep& a : op.deps) {
     for (const Dep& b : pred.deps) {
-      if (a.var == b.var && (is_write(a.access) || is_write(b.access))) return a.var;
+      if (a.var == b.var && (is_write(a.access) || is_write(b.access))) {
+        waits_for.push_back({pred.seq, a.var});
+      }
     }
   }
-  return nullptr;
 }
 
 }  // namespace
@@ -137,7 +142,7 @@ void ThreadedEngine::collect_pending(DependencyState& state) const {
     auto link = [&](const OpBlock* to) {
       const auto it = index.find(to);
       if (it == index.end()) return;  // cannot happen: it follows a pending operation
-      state.operations[it->second].waits_for.push_back({pred->seq, shared_var(*pred, *to)});
+      add_blockers(*pred, *to, state.operations[it->second].waits_for);
     };
     const std::uint32_t n = pred->successor_count.load(std::memory_order_acquire);
     if ((n & OpBlock::kCompleted) != 0) continue;  // completed meanwhile: released its successors
@@ -148,8 +153,8 @@ void ThreadedEngine::collect_pending(DependencyState& state) const {
     for (; e != nullptr && e != OpBlock::kClosed; e = e->next) link(e->to);
   }
   for (PendingOperation& p : state.operations) {
-    std::sort(p.waits_for.begin(), p.waits_for.end(),
-              [](const Blocker& a, const Blocker& b) { return a.seq < b.seq; });
+    std::stable_sort(p.waits_for.begin(), p.waits_for.end(),
+                     [](const Blocker& a, const Blocker& b) { return a.seq < b.seq; });
   }
 }
 

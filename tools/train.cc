@@ -121,7 +121,7 @@ std::string devices_text(const std::vector<Context>& devices) {
 
 }  // namespace
 
-std::vector<Context> parse_devices(const std::string& text) {
+std::vector<Context> parse_devices(const std::string& text, const char* command) {
   if (text == "all") return try_all_gpus();
   std::vector<Context> devices;
   std::size_t begin = 0;
@@ -129,11 +129,11 @@ std::vector<Context> parse_devices(const std::string& text) {
     const std::size_t end = std::min(text.find(',', begin), text.size());
     const Context c = Context::parse(text.substr(begin, end - begin));
     TAGFLOW_CHECK(std::find(devices.begin(), devices.end(), c) == devices.end(),
-                  "train: the device {} is listed twice in \"{}\"", c.str(), text);
+                  "{}: the device {} is listed twice in \"{}\"", command, c.str(), text);
     TAGFLOW_CHECK(!c.is_cpu_pinned(),
-                  "train: {} is pinned host memory for transfers, not a device to train on; "
+                  "{}: {} is pinned host memory for transfers, not a device to run on; "
                   "expected cpu:N or gpu:N",
-                  c.str());
+                  command, c.str());
     check_device(c);
     devices.push_back(c);
     begin = end + 1;

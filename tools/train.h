@@ -50,7 +50,7 @@ struct TrainOptions {
 /// separated by commas, e.g. "gpu:0,gpu:1" or "cpu:0,cpu:1". Throws
 /// tagflow::Error for a malformed or repeated name, DeviceError for a device
 /// that does not exist.
-std::vector<Context> parse_devices(const std::string& text);
+std::vector<Context> parse_devices(const std::string& text, const char* command = "train");
 
 /// The network `name` ("lenet" or "mlp"), not yet initialized. Throws
 /// tagflow::Error for another name.

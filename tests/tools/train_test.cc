@@ -104,7 +104,7 @@ TEST(TrainTest, DeviceListsAreParsedOrRefusedClearly) {
   EXPECT_NE(error_of("cpu:0,").find("expected"), std::string::npos) << error_of("cpu:0,");
   EXPECT_NE(error_of("tpu:0").find("expected"), std::string::npos) << error_of("tpu:0");
   EXPECT_NE(error_of("gpu:7").find("gpu(7)"), std::string::npos) << error_of("gpu:7");
-  EXPECT_NE(error_of("cpu_pinned:0").find("not a device to train on"), std::string::npos);
+  EXPECT_NE(error_of("cpu_pinned:0").find("not a device to run on"), std::string::npos);
   tools::TrainOptions options = small_run();
   options.devices = {cpu(0), cpu(1)};
   options.batch_size = 1;

@@ -1,0 +1,360 @@
+#include "tools/command_line.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include "tagflow/tagflow.h"
+#include "tools/bench_engine.h"
+#include "tools/bench_ops.h"
+#include "tools/bench_train.h"
+#include "tools/info.h"
+#include "tools/profile_report.h"
+#include "tools/stress.h"
+#include "tools/train.h"
+
+namespace tagflow::tools {
+
+/// The CLI11 application and the values its options fill in.
+struct CommandLine::Parts {
+  Parts();
+
+  CLI::App app{"tagflow: a deep-learning runtime on an asynchronous dependency engine"};
+  CLI::App* info = nullptr;
+  CLI::App* stress = nullptr;
+  StressOptions stress_options;
+  std::string stress_devices = "all";
+  double stress_duration = 0;
+  std::uint64_t stress_memory_mb = 256;
+  bool stress_faults = false;
+  bool stress_json = false;
+  CLI::App* train = nullptr;
+  TrainOptions train_options;
+  std::string train_devices = "all";
+  std::string data_dir;
+  std::string save_path;
+  std::string load_path;
+  std::string profile_path;
+  bool no_progress = false;
+  bool train_json = false;
+  CLI::App* profile = nullptr;
+  std::string profile_trace;
+  std::string profile_html;
+  CLI::App* bench = nullptr;
+  CLI::App* bench_engine = nullptr;
+  EngineBenchOptions engine_options;
+  std::string engine_kind = "threaded";
+  CLI::App* bench_ops = nullptr;
+  OpsBenchOptions ops_options;
+  std::string ops_device = "cpu:0";
+  CLI::App* bench_train = nullptr;
+  TrainBenchOptions train_bench;
+};
+
+CommandLine::Parts::Parts() {
+  app.require_subcommand(1);
+
+  info = app.add_subcommand("info", "Devices, configuration and build");
+
+  train = app.add_subcommand(
+      "train", "Train the tutorials' LeNet (or an MLP) on Fashion-MNIST and report each epoch");
+  train->add_option("--model", train_options.model, "Network")
+      ->check(CLI::IsMember({"lenet", "mlp"}))
+      ->capture_default_str();
+  train
+      ->add_option("--devices", train_devices,
+                   "Devices the batch is split across: all (every GPU, else cpu:0), or a list "
+                   "such as gpu:0,gpu:1 or cpu:0,cpu:1")
+      ->capture_default_str();
+  train->add_option("--epochs", train_options.epochs, "Epochs (0: evaluate only)")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  train->add_option("--batch-size", train_options.batch_size, "Samples per batch")
+      ->check(CLI::Range(1L, 1'000'000L))
+      ->capture_default_str();
+  train->add_option("--lr", train_options.learning_rate, "Learning rate")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  train->add_option("--optimizer", train_options.optimizer, "Optimizer")
+      ->check(CLI::IsMember({"sgd", "adam"}))
+      ->capture_default_str();
+  train->add_option("--data", data_dir,
+                    "Directory of the Fashion-MNIST files (default: the dataset-fashion-mnist "
+                    "package's, /usr/share/datasets/fashion-mnist)");
+  train->add_option("--save", save_path, "Write the trained parameters to this file");
+  train->add_option("--load", load_path, "Start from the parameters of this file");
+  train->add_option("--seed", train_options.seed, "Seed of the initial parameters and shuffle")
+      ->capture_default_str();
+  train->add_option("--workers", train_options.num_workers, "Data loader threads")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
+  train->add_option("--limit", train_options.limit, "Train on the first N images only (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  train->add_option("--profile", profile_path,
+                    "Write a Chrome trace (chrome://tracing, Perfetto) of batches 5-9 here");
+  train->add_flag("--no-progress", no_progress, "No progress bar");
+  train->add_flag("--json", train_json, "JSON lines instead of text (for tagflow bench train)");
+
+  profile = app.add_subcommand(
+      "profile", "Summarise a trace of `train --profile` or profiler::write_chrome_trace");
+  profile->add_option("trace", profile_trace, "The Chrome trace (JSON)")->required();
+  profile->add_option("--html", profile_html,
+                      "Where the timeline goes (default: the trace's name with .html)");
+
+  bench = app.add_subcommand("bench", "Benchmarks that print JSON lines and a table");
+  bench->require_subcommand(1);
+  bench_engine = bench->add_subcommand(
+      "engine", "Engine overhead on the four yardstick workloads, verified against a serial loop");
+  bench_engine->add_option("--ops", engine_options.ops, "Operations per workload")
+      ->check(CLI::Range(1L, 1'000'000'000L))
+      ->capture_default_str();
+  bench_engine
+      ->add_option("--workers", engine_options.workers,
+                   "Worker threads of cpu(0) (default: TAGFLOW_CPU_WORKERS or cores)")
+      ->check(CLI::Range(1, 1024));
+  bench_engine
+      ->add_option("--runs", engine_options.runs, "Runs per workload; the median is reported")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  bench_engine->add_option("--workload", engine_options.workloads, "Workloads to run")
+      ->check(CLI::IsMember(engine_workloads()))
+      ->delimiter(',')
+      ->capture_default_str();
+  bench_engine->add_option("--engine", engine_kind, "threaded or naive")
+      ->check(CLI::IsMember({"threaded", "naive"}))
+      ->capture_default_str();
+
+  bench_ops = bench->add_subcommand(
+      "ops", "Operators through the whole stack: small-op cost, matrix products, sync-log");
+  bench_ops->add_option("--case", ops_options.cases, "Cases to run")
+      ->check(CLI::IsMember(ops_bench_cases()))
+      ->delimiter(',')
+      ->capture_default_str();
+  bench_ops->add_option("--runs", ops_options.runs, "Runs per case; the median is reported")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  bench_ops->add_option("--ops", ops_options.small_ops, "Operations per small-add run")
+      ->check(CLI::Range(1L, 1'000'000'000L))
+      ->capture_default_str();
+  bench_ops->add_option("--size", ops_options.gemm_size, "Matrix size of the gemm case")
+      ->check(CLI::Range(1, 16384))
+      ->capture_default_str();
+  bench_ops->add_option("--products", ops_options.products, "Matrix products of sync-log")
+      ->check(CLI::Range(1, 1'000'000))
+      ->capture_default_str();
+  bench_ops->add_option("--device", ops_device, "Device of small-add and sync-log, e.g. gpu:0")
+      ->capture_default_str();
+
+  bench_train = bench->add_subcommand(
+      "train", "Images per second of training LeNet on 1 and 2 devices, next to PyTorch's");
+  bench_train
+      ->add_option("--devices", train_bench.device_sets,
+                   "A device list to train on (repeatable; default: one device, then two)")
+      ->take_all();
+  bench_train->add_option("--epochs", train_bench.epochs, "Epochs per configuration")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  bench_train->add_option("--batch-size", train_bench.batch_size, "Samples per batch")
+      ->check(CLI::Range(1L, 1'000'000L))
+      ->capture_default_str();
+  bench_train->add_option("--lr", train_bench.learning_rate, "Learning rate")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  bench_train->add_option("--limit", train_bench.limit, "Train on the first N images only (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  bench_train->add_option("--data", train_bench.data_dir, "Directory of the Fashion-MNIST files");
+  bench_train->add_option("--pytorch", train_bench.pytorch_script,
+                          "The PyTorch script to run alongside (tools/pytorch_train.py)");
+  bench_train->add_option("--python", train_bench.python, "The Python with torch")
+      ->capture_default_str();
+
+  stress = app.add_subcommand(
+      "stress",
+      "Random workloads over every device from several threads, checked against a "
+      "serial replay; optional injected faults and a watchdog");
+  stress
+      ->add_option("--devices", stress_devices,
+                   "Devices the variables live on: all (cpu:0, cpu:1 and every GPU) or a list "
+                   "such as cpu:0,gpu:0,gpu:1")
+      ->capture_default_str();
+  stress->add_option("--clients", stress_options.clients, "Threads pushing work")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  stress
+      ->add_option("--completers", stress_options.completers,
+                   "Threads completing asynchronous operations")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  stress->add_option("--vars", stress_options.slots, "Variables per client")
+      ->check(CLI::Range(2, 100000))
+      ->capture_default_str();
+  stress->add_option("--round", stress_options.round_steps, "Steps per client between checks")
+      ->check(CLI::Range(1, 1 << 24))
+      ->capture_default_str();
+  stress->add_option("--steps", stress_options.steps, "Steps in all (over every client)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 50))
+      ->capture_default_str();
+  stress
+      ->add_option("--duration", stress_duration,
+                   "Stop after this many seconds (0: when --steps are done)")
+      ->check(CLI::Range(0.0, 1e7));
+  stress->add_option("--seed", stress_options.seed, "Seed of the workload")->capture_default_str();
+  stress
+      ->add_option("--copy-rate", stress_options.mix.copy,
+                   "Percent of steps copying between devices")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  stress
+      ->add_option("--alloc-rate", stress_options.mix.allocate,
+                   "Percent of steps allocating an array")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  stress
+      ->add_option("--delete-rate", stress_options.mix.remove,
+                   "Percent of steps deleting a variable with pending work")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  stress
+      ->add_option("--async-rate", stress_options.mix.async,
+                   "Percent of operations completed from another thread")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  stress
+      ->add_option("--priority-rate", stress_options.mix.priority,
+                   "Percent of operations with a priority")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  stress
+      ->add_option("--fail-rate", stress_options.mix.fail,
+                   "Percent of operations that fail (injected)")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  stress
+      ->add_option("--oom-rate", stress_options.mix.alloc_fail,
+                   "Percent of allocations asking for more than the memory limit (injected)")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  stress->add_flag("--faults", stress_faults,
+                   "Inject faults at the default rates: 2% of operations fail, 25% of allocations "
+                   "run out of memory");
+  stress->add_flag("--hang", stress_options.hang,
+                   "Inject an asynchronous operation that never completes: the watchdog names it "
+                   "and the run exits with status 3");
+  stress
+      ->add_option("--watchdog", stress_options.watchdog_seconds,
+                   "Seconds without a completed operation before the dependency state is "
+                   "printed and the run stops")
+      ->check(CLI::Range(0.001, 1e6))
+      ->capture_default_str();
+  stress
+      ->add_option("--memory-limit-mb", stress_memory_mb,
+                   "Memory limit of each device during the run")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 30))
+      ->capture_default_str();
+  stress->add_flag("--json", stress_json, "A JSON line after the report");
+}
+
+CommandLine::CommandLine() : parts_(std::make_unique<Parts>()) {}
+
+CommandLine::~CommandLine() = default;
+
+void CommandLine::parse(int argc, const char* const* argv) {
+  Parts& p = *parts_;
+  p.app.parse(argc, argv);
+  if (p.train->parsed()) {
+    // Training is a chain of operations that each use every core (oneTBB
+    // loops, the BLAS's threads): one worker per CPU device does not
+    // oversubscribe them (MXNet's default too), and measured ~20% faster
+    // than a worker per core. TAGFLOW_CPU_WORKERS still decides when set.
+    // Set before the device list makes the engine.
+    setenv("TAGFLOW_CPU_WORKERS", "1", /*overwrite=*/0);
+    p.train_options.devices = parse_devices(p.train_devices);
+    p.train_options.data_dir = p.data_dir;
+    p.train_options.save = p.save_path;
+    p.train_options.load = p.load_path;
+    p.train_options.profile = p.profile_path;
+    p.train_options.progress = !p.no_progress;
+    p.train_options.json = p.train_json;
+  }
+  if (p.bench_engine->parsed()) {
+    p.engine_options.engine = p.engine_kind == "naive" ? EngineKind::kNaive : EngineKind::kThreaded;
+  }
+  if (p.bench_ops->parsed()) {
+    p.ops_options.device = Context::parse(p.ops_device);
+    check_device(p.ops_options.device);
+  }
+  if (p.stress->parsed()) {
+    StressOptions& o = p.stress_options;
+    if (p.stress_devices != "all") o.devices = parse_devices(p.stress_devices, "stress");
+    o.duration = std::chrono::milliseconds(static_cast<std::int64_t>(p.stress_duration * 1000));
+    if (p.stress_duration > 0 && p.stress->count("--steps") == 0) o.steps = std::uint64_t{1} << 50;
+    o.memory_limit = p.stress_memory_mb << 20;
+    if (p.stress_faults) {
+      if (p.stress->count("--fail-rate") == 0) o.mix.fail = 2;
+      if (p.stress->count("--oom-rate") == 0) o.mix.alloc_fail = 25;
+    }
+  }
+}
+
+std::string CommandLine::subcommand() const {
+  const Parts& p = *parts_;
+  for (CLI::App* sub : {p.bench_engine, p.bench_ops, p.bench_train}) {
+    if (sub->parsed()) return "bench " + sub->get_name();
+  }
+  for (CLI::App* sub : {p.info, p.train, p.profile, p.stress}) {
+    if (sub->parsed()) return sub->get_name();
+  }
+  return "";
+}
+
+int CommandLine::exit(const CLI::ParseError& error) { return parts_->app.exit(error); }
+
+const TrainOptions& CommandLine::train_options() const { return parts_->train_options; }
+
+const StressOptions& CommandLine::stress_options() const { return parts_->stress_options; }
+
+namespace {
+
+int run_stress_command(const StressOptions& options, bool json) {
+  // The command line's watchdog: print what is stuck, then stop, since the
+  // engine cannot be shut down cleanly around an operation that never ends.
+  const StressReport report = run_stress(options, [&](const DependencyState& state) {
+    fmt::print(stderr, "tagflow stress: watchdog: no operation completed for {} s\n{}",
+               options.watchdog_seconds, state.describe());
+    std::fflush(stderr);
+    std::_Exit(3);
+    return false;
+  });
+  fmt::print("{}", format_report(report));
+  if (json) fmt::print("{}\n", report_json(report));
+  return report.passed() ? 0 : 1;
+}
+
+}  // namespace
+
+int CommandLine::run() {
+  Parts& p = *parts_;
+  if (p.info->parsed()) return run_info();
+  if (p.train->parsed()) {
+    (void)run_train(p.train_options);
+    return 0;
+  }
+  if (p.bench_engine->parsed()) {
+    return run_engine_bench(p.engine_options, EngineConfig::from_env()) ? 0 : 1;
+  }
+  if (p.profile->parsed()) {
+    std::filesystem::path html = p.profile_html;
+    if (html.empty()) html = std::filesystem::path(p.profile_trace).replace_extension(".html");
+    run_profile(p.profile_trace, html);
+    return 0;
+  }
+  if (p.bench_train->parsed()) return run_train_bench(p.train_bench) ? 0 : 1;
+  if (p.bench_ops->parsed()) return run_ops_bench(p.ops_options) ? 0 : 1;
+  if (p.stress->parsed()) return run_stress_command(p.stress_options, p.stress_json);
+  return 0;
+}
+
+}  // namespace tagflow::tools
