@@ -113,6 +113,17 @@ Expected decode(const Bytes& file) {
       elements > kIdxMaxDataBytes / dtype_size(e.dtype)) {
     return refuse("more data than the limit");
   }
+  // An empty array's other extents must still multiply within int64.
+  std::uint64_t nonzero_product = 1;
+  for (const std::int64_t extent : e.shape.dims()) {
+    if (extent != 0 && __builtin_mul_overflow(nonzero_product, static_cast<std::uint64_t>(extent),
+                                              &nonzero_product)) {
+      return refuse("extents other than 0 overflow");
+    }
+  }
+  if (nonzero_product > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    return refuse("extents other than 0 beyond int64");
+  }
   if (file.size() - header_bytes != elements * element->stored_size) {
     return refuse("data size differs from the header's");
   }
