@@ -2,9 +2,10 @@
 // must either load or be refused with a ParameterFileError; beyond that:
 // - safetensors_metadata and load_safetensors agree: both succeed, or both
 //   refuse the file with the same message;
-// - a loaded file's tensors come sorted by distinct name, on cpu(0), and
-//   account for every byte after the header, as Note [Validating a
-//   safetensors file] requires;
+// - a loaded file's tensors come sorted by distinct name, on cpu(0), hold
+//   the bytes their data_offsets give (read here with nlohmann's DOM
+//   parser), and account for every byte after the header, as Note
+//   [Validating a safetensors file] requires;
 // - what was loaded, saved again and reloaded, gives the same names,
 //   dtypes, shapes, bytes and metadata.
 
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "fuzz_support.h"
 #include "tagflow/nn/safetensors.h"
@@ -62,8 +64,19 @@ std::string bytes_of(const NDArray& a) {
 }
 
 void check_loaded(const Tensors& tensors, const std::uint8_t* data, std::size_t size) {
+  if (size < 8) report_finding(fmt::format("loaded a {}-byte file", size));
   std::uint64_t header_bytes = 0;
-  std::memcpy(&header_bytes, data, 8);  // a loaded file has at least 8 bytes
+  std::memcpy(&header_bytes, data, 8);  // little-endian, like the host
+  if (header_bytes > size - 8) {
+    report_finding(fmt::format("loaded a {}-byte file with a {}-byte header", size, header_bytes));
+  }
+  const std::uint8_t* data_section = data + 8 + header_bytes;
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(data + 8, data_section);
+  } catch (const nlohmann::json::exception& e) {
+    report_finding(fmt::format("a loaded file's header does not parse: {}", e.what()));
+  }
   std::uint64_t tensor_bytes = 0;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const auto& [name, a] = tensors[i];
@@ -76,6 +89,20 @@ void check_loaded(const Tensors& tensors, const std::uint8_t* data, std::size_t 
           fmt::format("tensor '{}': expected a defined array of at least one "
                       "dimension on cpu(0), got {} dimensions on {}",
                       name, a.shape().ndim(), a.context().str()));
+    }
+    std::uint64_t begin = 0;
+    try {
+      begin = header.at(name).at("data_offsets").at(0).get<std::uint64_t>();
+    } catch (const nlohmann::json::exception& e) {
+      report_finding(fmt::format("tensor '{}': no data_offsets in the header: {}", name, e.what()));
+    }
+    if (begin > size - 8 - header_bytes || a.nbytes() > size - 8 - header_bytes - begin) {
+      report_finding(fmt::format("tensor '{}': {} bytes at {} run past the {}-byte file", name,
+                                 a.nbytes(), begin, size));
+    }
+    if (a.nbytes() > 0 && std::memcmp(a.raw_data(), data_section + begin, a.nbytes()) != 0) {
+      report_finding(fmt::format("tensor '{}': the values differ from the file's bytes [{}, {})",
+                                 name, begin, begin + a.nbytes()));
     }
     tensor_bytes += a.nbytes();
   }
