@@ -34,7 +34,7 @@ Pool2DOptions pool_options(const char* layer, Size2 pool_size, std::optional<Siz
 Conv2D::Conv2D(int channels, Size2 kernel_size, std::string activation, Conv2DOptions options,
                int in_channels, bool use_bias, init::InitializerPtr weight_init,
                init::InitializerPtr bias_init)
-    : Block("conv"), channels_(channels), activation_(std::move(activation)), options_(options) {
+    : Block("conv"), activation_(std::move(activation)), options_(options) {
   const auto [kh, kw] = kernel_size.value;
   TAGFLOW_CHECK(channels > 0 && kh > 0 && kw > 0 && in_channels >= 0,
                 "Conv2D: expected channels > 0, a kernel_size > 0 and in_channels >= 0 (0: "

@@ -44,7 +44,6 @@ class Conv2D : public Block {
   const Conv2DOptions& options() const { return options_; }
 
  private:
-  int channels_;
   std::string activation_;
   Conv2DOptions options_;
   ParameterPtr weight_;

@@ -209,6 +209,26 @@ IdxHeader read_header(ZlibReader& in, const fs::path& path) {
         header.shape.str(), header.type->name, kIdxMaxDataBytes,
         stored_too_large ? "" : fmt::format(" once widened to {}", dtype_name(header.type->dtype)));
   }
+  // With a zero extent the data is empty, but the array still computes with
+  // its other extents (Shape::size() multiplies them all, in order), so
+  // those must multiply within int64.
+  std::uint64_t nonzero_product = 1;
+  bool overflow = false;
+  for (const std::int64_t extent : header.shape.dims()) {
+    if (extent != 0) {
+      overflow |= __builtin_mul_overflow(nonzero_product, static_cast<std::uint64_t>(extent),
+                                         &nonzero_product);
+    }
+  }
+  constexpr auto kMaxElements =
+      static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  if (overflow || nonzero_product > kMaxElements) {
+    detail::throw_data_error(path,
+                             "too large: the header declares {} {} elements: expected the extents "
+                             "other than 0 to multiply to at most {}, the most elements an array "
+                             "can have, even when a zero extent leaves it empty",
+                             header.shape.str(), header.type->name, kMaxElements);
+  }
   header.stored_bytes = elements * header.type->stored_size;
   return header;
 }

@@ -23,6 +23,7 @@
 // Every malformed file is a DataError naming the file, what was expected and
 // what came: a missing file, a wrong magic, an unknown element type, 0 or more
 // than 8 dimensions, a negative extent, data larger than kIdxMaxDataBytes,
+// extents other than 0 whose product exceeds int64 (even in an empty array),
 // truncated data, trailing bytes, a corrupt or cut gzip stream. Nothing is
 // allocated before the header is found plausible: the declared data must fit
 // the limit and, for a plain file, match the file's size exactly; for a gzip

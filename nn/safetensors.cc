@@ -290,14 +290,29 @@ TensorRecord validate_entry(const Path& path, const HeaderEntry& e, std::uint64_
   }
   const std::vector<std::uint64_t>& dims = *e.shape;
   constexpr auto kMaxExtent = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
-  std::uint64_t elements = 1;
-  std::uint64_t bytes = 0;
+  // An empty tensor (a zero extent) still computes with its other extents
+  // (Shape::size() multiplies them all, in order): their product must fit in
+  // int64 too.
+  std::uint64_t nonzero_product = 1;
+  bool empty = false;
   bool overflow = false;
   for (std::uint64_t d : dims) {
-    overflow |= d > kMaxExtent || __builtin_mul_overflow(elements, d, &elements);
+    if (d == 0) {
+      empty = true;
+    } else {
+      overflow |= __builtin_mul_overflow(nonzero_product, d, &nonzero_product);
+    }
   }
-  overflow |=
-      elements > kMaxExtent || __builtin_mul_overflow(elements, dtype_size(code->dtype), &bytes);
+  overflow |= nonzero_product > kMaxExtent;
+  if (overflow && empty) {
+    fail(path,
+         "tensor '{}': the size of shape [{}] overflows 64 bits once its zero extents are left "
+         "out (expected at most {} elements, which an array needs even when empty)",
+         e.name, fmt::join(dims, ", "), kMaxExtent);
+  }
+  const std::uint64_t elements = empty ? 0 : nonzero_product;
+  std::uint64_t bytes = 0;
+  overflow |= __builtin_mul_overflow(elements, dtype_size(code->dtype), &bytes);
   if (overflow) {
     fail(path, "tensor '{}': the size of shape [{}] overflows 64 bits", e.name,
          fmt::join(dims, ", "));

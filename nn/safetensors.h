@@ -31,12 +31,14 @@
 // an object, nested no deeper than the format, no duplicate key at any
 // level, no unknown key in a tensor entry); every tensor (a non-empty name,
 // one of F32/I32/I64/U8, at most 8 non-negative integer extents whose byte
-// size does not overflow, data_offsets two integers [begin, end] with
-// begin <= end <= the data section and end - begin equal to the byte size);
-// and the layout: as the reference implementation requires, the tensors
-// tile the data section exactly, from its first byte to the end of the
-// file, without overlap, hole or trailing byte. What is then allocated is
-// at most the size of the file. Any violation is a ParameterFileError.
+// size does not overflow and whose product, zero extents left out, is at
+// most 2^63 - 1 even for an empty tensor, data_offsets two integers
+// [begin, end] with begin <= end <= the data section and end - begin equal
+// to the byte size); and the layout: as the reference implementation
+// requires, the tensors tile the data section exactly, from its first byte
+// to the end of the file, without overlap, hole or trailing byte. What is
+// then allocated is at most the size of the file. Any violation is a
+// ParameterFileError.
 
 #include <filesystem>
 #include <map>

@@ -332,6 +332,23 @@ TEST_F(IdxTest, HeadersDeclaringTooMuchDataAreRejectedBeforeAllocating) {
                          "most 1032:1)");
 }
 
+TEST_F(IdxTest, ZeroExtentDoesNotAdmitOtherExtentsBeyondInt64) {
+  // The data is empty, but 2^93 elements cannot be an array's size.
+  const std::vector<std::uint32_t> dims = {0x7fffffff, 0x7fffffff, 0x7fffffff, 0};
+  for (Compression compression : {Compression::kPlain, Compression::kGzip}) {
+    const fs::path path = file("e", idx_header(0x08, dims), compression);
+    EXPECT_EQ(data_error_of([&] { (void)read_idx(path); }),
+              path.string() +
+                  ": too large: the header declares 2147483647x2147483647x2147483647x0 uint8 "
+                  "elements: expected the extents other than 0 to multiply to at most "
+                  "9223372036854775807, the most elements an array can have, even when a zero "
+                  "extent leaves it empty");
+  }
+  // Up to int64's largest product, they are still an empty array.
+  const NDArray a = read_idx(file("ok", idx_header(0x08, {0, 0x7fffffff, 0x7fffffff, 2})));
+  EXPECT_EQ(a.shape(), Shape({0, 0x7fffffff, 0x7fffffff, 2}));
+}
+
 TEST_F(IdxTest, TruncatedOrOverlongDataGivesDataErrors) {
   auto error_for = [&](const Bytes& bytes, Compression compression) {
     const fs::path path = file("data", bytes, compression);

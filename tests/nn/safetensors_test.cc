@@ -498,6 +498,25 @@ TEST_F(SafetensorsTest, MalformedFilesGiveParameterFileError) {
             (std::vector<float>{2, 2}));
 }
 
+TEST_F(SafetensorsTest, EmptyTensorsWithOtherExtentsBeyondInt64AreRejected) {
+  // The zero extent makes the byte size 0, but 4294967296 * 3221225472
+  // elements (less than 2^64) are more than an array's size can hold.
+  expect_rejected(one_tensor("\"dtype\":\"U8\",\"shape\":[4294967296,3221225472,0],"
+                             "\"data_offsets\":[0,0]",
+                             ""),
+                  "tensor 'w': the size of shape [4294967296, 3221225472, 0] overflows 64 bits "
+                  "once its zero extents are left out (expected at most 9223372036854775807 "
+                  "elements, which an array needs even when empty)");
+  // Up to int64's largest product, an empty tensor loads.
+  write_bytes(file("empty.safetensors"),
+              one_tensor("\"dtype\":\"U8\",\"shape\":[3037000499,0,3037000499],"
+                         "\"data_offsets\":[0,0]",
+                         ""));
+  const Tensors loaded = load_safetensors(file("empty.safetensors"));
+  ASSERT_EQ(loaded.size(), 1u);
+  EXPECT_EQ(loaded[0].second.shape(), Shape({3037000499, 0, 3037000499}));
+}
+
 TEST_F(SafetensorsTest, FuzzedAndTruncatedFilesOnlyEverGiveParameterFileError) {
   const std::string valid = from_hex(kIndependentFileHex);
   const fs::path path = file("fuzz.safetensors");
