@@ -31,7 +31,7 @@ if [ -f "$dir/CMakeCache.txt" ] &&
 fi
 build_start=$SECONDS
 TAGFLOW_BUILD_TYPE=RelWithDebInfo bash scripts/build.sh "$dir" -DCMAKE_CXX_COMPILER="$cxx" \
-  -DTAGFLOW_FUZZ=ON -DTAGFLOW_CUDA=OFF -DTAGFLOW_BUILD_TOOLS=OFF -DTAGFLOW_BUILD_TESTS=OFF
+  -DTAGFLOW_FUZZ=ON -DTAGFLOW_CUDA=OFF -DTAGFLOW_BUILD_TOOLS=ON -DTAGFLOW_BUILD_TESTS=OFF
 echo "fuzz build: $((SECONDS - build_start))s"
 
 # Corpus copies, findings and logs go under one scratch directory, made
