@@ -25,7 +25,7 @@ fi
 # A compiler change makes CMake drop the cache and, with it, the options
 # given below: configure such a directory anew instead.
 if [ -f "$dir/CMakeCache.txt" ] &&
-  ! grep -qE "^CMAKE_CXX_COMPILER:[A-Z]+=$cxx\$" "$dir/CMakeCache.txt"; then
+  [ "$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$dir/CMakeCache.txt")" != "$cxx" ]; then
   echo "fuzz build: $dir was configured with another compiler; configuring it for $cxx"
   rm -rf "$dir/CMakeCache.txt" "$dir/CMakeFiles"
 fi
@@ -54,8 +54,11 @@ while read -r target; do
   if [ -f "fuzz/$name.dict" ]; then args+=(-dict="fuzz/$name.dict"); fi
   start=$SECONDS
   status=0
+  # libFuzzer's -timeout covers one input; `timeout` also catches a target
+  # that hangs before or after them (status 124).
   TMPDIR=$input_dir/$name UBSAN_OPTIONS=print_stacktrace=1 \
-    "$dir/fuzz/$target" "${args[@]}" "$work/corpus" >"$work/log" 2>&1 || status=$?
+    timeout --kill-after=10 $((seconds + 120)) \
+    "$dir/fuzz/$target" "${args[@]}" "$work/corpus" </dev/null >"$work/log" 2>&1 || status=$?
   # Slow inputs are noted by libFuzzer but are not findings; the timeout is.
   saved=$(find "$work/findings" -type f ! -name 'slow-unit-*' | sort)
   done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$work/log" | tail -n 1 || true)
