@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <mutex>
 #include <set>
 #include <string>
@@ -72,7 +73,10 @@ bool install_dump_signal(int signal) {
   }
   static bool serving = false;
   if (!serving) {
-    TAGFLOW_CHECK(sem_init(&g_requests, 0, 0) == 0, "install_dump_signal: sem_init failed");
+    TAGFLOW_CHECK(sem_init(&g_requests, 0, 0) == 0,
+                  "install_dump_signal: expected a semaphore for the dump thread, sem_init "
+                  "failed: {}",
+                  std::strerror(errno));
     std::thread(serve_requests).detach();
     serving = true;
   }
