@@ -1,6 +1,7 @@
 #include "tagflow/ops/ndarray.h"
 
 #include <cstring>
+#include <limits>
 #include <ostream>
 
 #include <fmt/format.h>
@@ -33,9 +34,23 @@ Chunk::~Chunk() {
 
 }  // namespace detail
 
+namespace {
+
+/// The bytes of an array of `shape` and `dtype`: at most 2^63 - 1, so that
+/// byte counts and offsets never overflow.
+std::uint64_t bytes_of(const Shape& shape, DType dtype) {
+  const auto element_bytes = static_cast<std::int64_t>(dtype_size(dtype));
+  TAGFLOW_CHECK(shape.size() <= std::numeric_limits<std::int64_t>::max() / element_bytes,
+                "array of shape ({}) and dtype {}: expected at most 2^63 - 1 bytes, got {} "
+                "elements of {} bytes",
+                shape.str(), dtype_name(dtype), shape.size(), element_bytes);
+  return static_cast<std::uint64_t>(shape.size() * element_bytes);
+}
+
+}  // namespace
+
 NDArray::NDArray(Shape shape, DType dtype, Context ctx)
-    : chunk_(std::make_shared<detail::Chunk>(
-          ctx, static_cast<std::uint64_t>(shape.size()) * dtype_size(dtype))),
+    : chunk_(std::make_shared<detail::Chunk>(ctx, bytes_of(shape, dtype))),
       shape_(shape),
       dtype_(dtype) {}
 
@@ -191,6 +206,10 @@ NDArray NDArray::reshape(std::span<const std::int64_t> dims) const {
     }
     TAGFLOW_CHECK(dims[i] >= 0, "reshape: expected extents >= 0 and at most one -1, got ({})",
                   text());
+    // A product beyond 64 bits is the size of no array.
+    TAGFLOW_CHECK(dims[i] == 0 || known <= std::numeric_limits<std::int64_t>::max() / dims[i],
+                  "reshape: cannot view an array of shape ({}) ({} elements) as ({})", shape_.str(),
+                  size(), text());
     known *= dims[i];
   }
   std::vector<std::int64_t> target(dims.begin(), dims.end());
