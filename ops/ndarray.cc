@@ -157,6 +157,13 @@ void NDArray::copyto(const NDArray& dst) const {
                 "copyto: expected a destination of shape ({}) and dtype {}, got ({}) {}",
                 shape_.str(), dtype_name(dtype_), dst.shape_.str(), dtype_name(dst.dtype_));
   if (dst.chunk_ == chunk_ && dst.offset_ == offset_) return;  // the same memory
+  // Views are contiguous runs of their chunk's elements; a copy between
+  // overlapping runs would read what it has already written.
+  TAGFLOW_CHECK(
+      dst.chunk_ != chunk_ || offset_ + size() <= dst.offset_ || dst.offset_ + size() <= offset_,
+      "copyto: the destination overlaps the source: both are views of shape ({}) of one "
+      "array, at its elements [{}, {}) and [{}, {}); copy to a new array first",
+      shape_.str(), offset_, offset_ + size(), dst.offset_, dst.offset_ + size());
   detail::push_copy({.src_ctx = context(),
                      .src = raw_data(),
                      .src_var = chunk_->var(),
