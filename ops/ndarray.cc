@@ -235,7 +235,8 @@ NDArray NDArray::reshape(std::span<const std::int64_t> dims) const {
 
 NDArray NDArray::slice(std::int64_t begin, std::int64_t end) const {
   check_defined("slice");
-  TAGFLOW_CHECK(ndim() >= 1, "slice: expected an array with at least one axis");
+  TAGFLOW_CHECK(ndim() >= 1, "slice: expected an array with at least one axis, got shape ({})",
+                shape_.str());
   TAGFLOW_CHECK(0 <= begin && begin <= end && end <= shape_[0],
                 "slice: expected 0 <= begin <= end <= {} for shape ({}), got [{}, {})", shape_[0],
                 shape_.str(), begin, end);
@@ -281,6 +282,9 @@ NDArray NDArray::expand_dims(int axis) const {
   TAGFLOW_CHECK(axis >= -(ndim() + 1) && axis <= ndim(),
                 "expand_dims: axis {} is out of range for shape ({}): expected [{}, {}]", axis,
                 shape_.str(), -(ndim() + 1), ndim());
+  TAGFLOW_CHECK(ndim() < Shape::kMaxDims,
+                "expand_dims: the result would have {} dimensions, but arrays have at most {}",
+                ndim() + 1, Shape::kMaxDims);
   if (axis < 0) axis += ndim() + 1;
   Shape shape;
   for (int i = 0; i < ndim(); ++i) {
