@@ -168,7 +168,7 @@ NDArray backward_weight(const ConvGeometry& g, const NDArray& x, const NDArray& 
   detail::push_operation(
       "conv2d_backward_weight", ctx, {x.var(), dy.var()}, {dw.var()}, [=](const RunContext& rc) {
         run_kernel(
-            rc, [=] { cpu_kernels::conv2d_backward_weight(g, px, pdy, pdw); },
+            rc, [=] { cpu_kernels::conv2d_backward_weight(g, px, pdy, pdw, ctx); },
             [=, &rc](void* stream) {
               detail::GpuScratch scratch(*rc.stream);
               gpu_kernels::conv2d_backward_weight(g, px, pdy, pdw, scratch, device, stream);
@@ -208,12 +208,13 @@ NDArray conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias,
     const float* pw = weight.data<float>();
     const float* pb = bias.defined() ? bias.data<float>() : nullptr;
     float* py = y.data<float>();
-    const int device = x.context().index;
+    const Context ctx = x.context();
+    const int device = ctx.index;
     VarList reads = {x.var(), weight.var()};
     if (bias.defined()) reads.push_back(bias.var());
-    detail::push_operation(kName, x.context(), reads, {y.var()}, [=](const RunContext& rc) {
+    detail::push_operation(kName, ctx, reads, {y.var()}, [=](const RunContext& rc) {
       run_kernel(
-          rc, [=] { cpu_kernels::conv2d_forward(g, px, pw, pb, py); },
+          rc, [=] { cpu_kernels::conv2d_forward(g, px, pw, pb, py, ctx); },
           [=, &rc](void* stream) {
             detail::GpuScratch scratch(*rc.stream);
             gpu_kernels::conv2d_forward(g, px, pw, pb, py, scratch, device, stream);
