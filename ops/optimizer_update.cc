@@ -19,8 +19,8 @@ void check_state(const char* op, const NDArray& weight,
     detail::check_defined(op, *a, position);
     detail::check_float32(op, *a, position);
     TAGFLOW_CHECK(a->shape() == weight.shape(),
-                  "{}: the {} argument has shape ({}), the weight ({})", op,
-                  detail::ordinal(position), a->shape().str(), weight.shape().str());
+                  "{}: expected the {} argument of the weight's shape ({}), got ({})", op,
+                  detail::ordinal(position), weight.shape().str(), a->shape().str());
   }
 }
 
