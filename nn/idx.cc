@@ -180,22 +180,24 @@ IdxHeader read_header(ZlibReader& in, const fs::path& path) {
                              "has {} bytes after the magic",
                              ndim, dims_bytes, got_dims);
   }
+  // The extents become a Shape only once their product is known to fit.
+  std::vector<std::int64_t> dims;
   for (int axis = 0; axis < ndim; ++axis) {
     const auto extent = static_cast<std::int32_t>(load_big_endian32(&raw_dims[4 * axis]));
     if (extent < 0) {
       detail::throw_data_error(path, "dimension {} is {}: expected a non-negative extent", axis,
                                extent);
     }
-    header.shape.push_back(extent);
+    dims.push_back(extent);
   }
   header.header_bytes = 4 + dims_bytes;
 
   // Elements, saturating: up to 8 extents of 2^31 overflow any integer type.
   std::uint64_t elements = 1;
-  for (const std::int64_t extent : header.shape.dims()) {
+  for (const std::int64_t extent : dims) {
     if (extent == 0) elements = 0;
   }
-  for (const std::int64_t extent : header.shape.dims()) {
+  for (const std::int64_t extent : dims) {
     if (__builtin_mul_overflow(elements, static_cast<std::uint64_t>(extent), &elements)) {
       elements = std::numeric_limits<std::uint64_t>::max();
     }
@@ -206,7 +208,7 @@ IdxHeader read_header(ZlibReader& in, const fs::path& path) {
   if (stored_too_large || decoded_too_large) {
     detail::throw_data_error(
         path, "too large: the header declares {} {} elements, more than the limit of {} bytes{}",
-        header.shape.str(), header.type->name, kIdxMaxDataBytes,
+        fmt::format("{}", fmt::join(dims, "x")), header.type->name, kIdxMaxDataBytes,
         stored_too_large ? "" : fmt::format(" once widened to {}", dtype_name(header.type->dtype)));
   }
   // With a zero extent the data is empty, but the array still computes with
@@ -214,7 +216,7 @@ IdxHeader read_header(ZlibReader& in, const fs::path& path) {
   // those must multiply within int64.
   std::uint64_t nonzero_product = 1;
   bool overflow = false;
-  for (const std::int64_t extent : header.shape.dims()) {
+  for (const std::int64_t extent : dims) {
     if (extent != 0) {
       overflow |= __builtin_mul_overflow(nonzero_product, static_cast<std::uint64_t>(extent),
                                          &nonzero_product);
@@ -227,8 +229,10 @@ IdxHeader read_header(ZlibReader& in, const fs::path& path) {
                              "too large: the header declares {} {} elements: expected the extents "
                              "other than 0 to multiply to at most {}, the most elements an array "
                              "can have, even when a zero extent leaves it empty",
-                             header.shape.str(), header.type->name, kMaxElements);
+                             fmt::format("{}", fmt::join(dims, "x")), header.type->name,
+                             kMaxElements);
   }
+  header.shape = Shape(dims);
   header.stored_bytes = elements * header.type->stored_size;
   return header;
 }

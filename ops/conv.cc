@@ -1,5 +1,7 @@
 #include "tagflow/ops/conv.h"
 
+#include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "tagflow/engine/stream.h"
@@ -121,6 +123,15 @@ ConvGeometry make_geometry(const NDArray& x, const NDArray& weight, const NDArra
       g.in_h + 2 * std::int64_t{g.pad_h}, g.in_w + 2 * std::int64_t{g.pad_w}, g.pad_h, g.pad_w);
   g.out_h = (g.in_h + 2 * std::int64_t{g.pad_h} - span_h) / g.stride_h + 1;
   g.out_w = (g.in_w + 2 * std::int64_t{g.pad_w} - span_w) / g.stride_w + 1;
+  // Each image is lowered to a matrix the BLAS and cuDNN index with 32 bits.
+  constexpr std::int64_t kBlasMax = std::numeric_limits<std::int32_t>::max();
+  TAGFLOW_CHECK(g.out_h <= kBlasMax / g.out_w && g.col_rows() <= kBlasMax &&
+                    g.group_out_channels() <= kBlasMax,
+                "conv2d: the input ({}) and the weight ({}) give {}x{} output positions, {} "
+                "values per position and {} output channels in each of {} group(s): expected at "
+                "most 2^31 - 1 of each, the 32-bit range of the BLAS",
+                xs.str(), ws.str(), g.out_h, g.out_w, g.col_rows(), g.group_out_channels(),
+                g.groups);
   return g;
 }
 
@@ -136,7 +147,7 @@ NDArray backward_data(const ConvGeometry& g, const NDArray& weight, const NDArra
   detail::push_operation(
       "conv2d_backward_data", ctx, {weight.var(), dy.var()}, {dx.var()}, [=](const RunContext& rc) {
         run_kernel(
-            rc, [=] { cpu_kernels::conv2d_backward_data(g, pw, pdy, pdx); },
+            rc, [=] { cpu_kernels::conv2d_backward_data(g, pw, pdy, pdx, ctx); },
             [=, &rc](void* stream) {
               detail::GpuScratch scratch(*rc.stream);
               gpu_kernels::conv2d_backward_data(g, pw, pdy, pdx, scratch, device, stream);
@@ -157,7 +168,7 @@ NDArray backward_weight(const ConvGeometry& g, const NDArray& x, const NDArray& 
   detail::push_operation(
       "conv2d_backward_weight", ctx, {x.var(), dy.var()}, {dw.var()}, [=](const RunContext& rc) {
         run_kernel(
-            rc, [=] { cpu_kernels::conv2d_backward_weight(g, px, pdy, pdw); },
+            rc, [=] { cpu_kernels::conv2d_backward_weight(g, px, pdy, pdw, ctx); },
             [=, &rc](void* stream) {
               detail::GpuScratch scratch(*rc.stream);
               gpu_kernels::conv2d_backward_weight(g, px, pdy, pdw, scratch, device, stream);
@@ -197,12 +208,13 @@ NDArray conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias,
     const float* pw = weight.data<float>();
     const float* pb = bias.defined() ? bias.data<float>() : nullptr;
     float* py = y.data<float>();
-    const int device = x.context().index;
+    const Context ctx = x.context();
+    const int device = ctx.index;
     VarList reads = {x.var(), weight.var()};
     if (bias.defined()) reads.push_back(bias.var());
-    detail::push_operation(kName, x.context(), reads, {y.var()}, [=](const RunContext& rc) {
+    detail::push_operation(kName, ctx, reads, {y.var()}, [=](const RunContext& rc) {
       run_kernel(
-          rc, [=] { cpu_kernels::conv2d_forward(g, px, pw, pb, py); },
+          rc, [=] { cpu_kernels::conv2d_forward(g, px, pw, pb, py, ctx); },
           [=, &rc](void* stream) {
             detail::GpuScratch scratch(*rc.stream);
             gpu_kernels::conv2d_forward(g, px, pw, pb, py, scratch, device, stream);

@@ -74,7 +74,10 @@ NDArray arange(double start, double stop, double step, DType dtype, Context ctx)
                 "arange: expected finite start, stop and a non-zero step, got {}, {}, {}", start,
                 stop, step);
   const double count = std::ceil((stop - start) / step);
-  TAGFLOW_CHECK(count < 1e12, "arange: {} elements is too many", count);
+  TAGFLOW_CHECK(count < 1e12,
+                "arange: expected fewer than 10^12 elements, got {} from start {}, stop {} and "
+                "step {}",
+                count, start, stop, step);
   const auto n = static_cast<std::int64_t>(count > 0 ? count : 0);
   if (n > 0) {
     detail::check_scalar_fits("arange", start, dtype);

@@ -1,6 +1,8 @@
 #include "tagflow/ops/join.h"
 
+#include <limits>
 #include <memory>
+#include <vector>
 
 #include "tagflow/ops/autograd.h"
 #include "tagflow/ops/kernels/join_kernels.h"
@@ -126,7 +128,7 @@ NDArray concat(std::span<const NDArray> arrays, int axis) {
   check_inputs(kConcat, arrays);
   const Shape& first = arrays[0].shape();
   const int a = first.normalize_axis(axis, kConcat);
-  Shape out_shape = first;
+  std::vector<std::int64_t> out_dims(first.dims().begin(), first.dims().end());
   for (std::size_t i = 1; i < arrays.size(); ++i) {
     const Shape& shape = arrays[i].shape();
     bool matches = shape.ndim() == first.ndim();
@@ -135,8 +137,13 @@ NDArray concat(std::span<const NDArray> arrays, int axis) {
                   "{}: expected every input to have the shape of the first except along axis {}, "
                   "but the first argument has shape ({}) while the {} argument has shape ({})",
                   kConcat, a, first.str(), ordinal(static_cast<int>(i) + 1), shape.str());
-    out_shape[a] += shape[a];
+    TAGFLOW_CHECK(shape[a] <= std::numeric_limits<std::int64_t>::max() - out_dims[a],
+                  "{}: expected the extents along axis {} to add up to at most 2^63 - 1, but they "
+                  "exceed it at the {} argument, of shape ({})",
+                  kConcat, a, ordinal(static_cast<int>(i) + 1), shape.str());
+    out_dims[a] += shape[a];
   }
+  const Shape out_shape(out_dims);  // which checks its size
   NDArray out = push_join(kConcat, arrays, out_shape, extent_product(first, a));
   std::vector<std::int64_t> extents;
   for (const NDArray& array : arrays) extents.push_back(array.shape()[a]);

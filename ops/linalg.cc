@@ -1,5 +1,7 @@
 #include "tagflow/ops/linalg.h"
 
+#include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "tagflow/ops/autograd.h"
@@ -47,6 +49,12 @@ NDArray product(const char* name, const NDArray& a, const Shape& a3, const NDArr
   const Shape a_batch = batch_shape(a3);
   const Shape b_batch = batch_shape(b3);
   const Shape out_batch = broadcast_shapes(a_batch, b_batch, name);
+  // The BLAS and cuBLAS take 32-bit extents.
+  constexpr std::int64_t kBlasMax = std::numeric_limits<std::int32_t>::max();
+  TAGFLOW_CHECK(m <= kBlasMax && n <= kBlasMax && k <= kBlasMax,
+                "{}: the product of ({}) and ({}) multiplies {}x{} by {}x{} matrices: expected "
+                "extents of at most 2^31 - 1, the 32-bit range of the BLAS",
+                name, a.shape().str(), b.shape().str(), m, k, k, n);
   detail::GemmPlan plan;
   plan.m = m;
   plan.n = n;

@@ -1,6 +1,7 @@
 #include "tagflow/ops/ndarray.h"
 
 #include <cstring>
+#include <limits>
 #include <ostream>
 
 #include <fmt/format.h>
@@ -33,9 +34,23 @@ Chunk::~Chunk() {
 
 }  // namespace detail
 
+namespace {
+
+/// The bytes of an array of `shape` and `dtype`: at most 2^63 - 1, so that
+/// byte counts and offsets never overflow.
+std::uint64_t bytes_of(const Shape& shape, DType dtype) {
+  const auto element_bytes = static_cast<std::int64_t>(dtype_size(dtype));
+  TAGFLOW_CHECK(shape.size() <= std::numeric_limits<std::int64_t>::max() / element_bytes,
+                "array of shape ({}) and dtype {}: expected at most 2^63 - 1 bytes, got {} "
+                "elements of {} bytes",
+                shape.str(), dtype_name(dtype), shape.size(), element_bytes);
+  return static_cast<std::uint64_t>(shape.size() * element_bytes);
+}
+
+}  // namespace
+
 NDArray::NDArray(Shape shape, DType dtype, Context ctx)
-    : chunk_(std::make_shared<detail::Chunk>(
-          ctx, static_cast<std::uint64_t>(shape.size()) * dtype_size(dtype))),
+    : chunk_(std::make_shared<detail::Chunk>(ctx, bytes_of(shape, dtype))),
       shape_(shape),
       dtype_(dtype) {}
 
@@ -142,6 +157,13 @@ void NDArray::copyto(const NDArray& dst) const {
                 "copyto: expected a destination of shape ({}) and dtype {}, got ({}) {}",
                 shape_.str(), dtype_name(dtype_), dst.shape_.str(), dtype_name(dst.dtype_));
   if (dst.chunk_ == chunk_ && dst.offset_ == offset_) return;  // the same memory
+  // Views are contiguous runs of their chunk's elements; a copy between
+  // overlapping runs would read what it has already written.
+  TAGFLOW_CHECK(
+      dst.chunk_ != chunk_ || offset_ + size() <= dst.offset_ || dst.offset_ + size() <= offset_,
+      "copyto: the destination overlaps the source: both are views of shape ({}) of one "
+      "array, at its elements [{}, {}) and [{}, {}); copy to a new array first",
+      shape_.str(), offset_, offset_ + size(), dst.offset_, dst.offset_ + size());
   detail::push_copy({.src_ctx = context(),
                      .src = raw_data(),
                      .src_var = chunk_->var(),
@@ -191,6 +213,10 @@ NDArray NDArray::reshape(std::span<const std::int64_t> dims) const {
     }
     TAGFLOW_CHECK(dims[i] >= 0, "reshape: expected extents >= 0 and at most one -1, got ({})",
                   text());
+    // A product beyond 64 bits is the size of no array.
+    TAGFLOW_CHECK(dims[i] == 0 || known <= std::numeric_limits<std::int64_t>::max() / dims[i],
+                  "reshape: cannot view an array of shape ({}) ({} elements) as ({})", shape_.str(),
+                  size(), text());
     known *= dims[i];
   }
   std::vector<std::int64_t> target(dims.begin(), dims.end());
@@ -209,7 +235,8 @@ NDArray NDArray::reshape(std::span<const std::int64_t> dims) const {
 
 NDArray NDArray::slice(std::int64_t begin, std::int64_t end) const {
   check_defined("slice");
-  TAGFLOW_CHECK(ndim() >= 1, "slice: expected an array with at least one axis");
+  TAGFLOW_CHECK(ndim() >= 1, "slice: expected an array with at least one axis, got shape ({})",
+                shape_.str());
   TAGFLOW_CHECK(0 <= begin && begin <= end && end <= shape_[0],
                 "slice: expected 0 <= begin <= end <= {} for shape ({}), got [{}, {})", shape_[0],
                 shape_.str(), begin, end);
@@ -255,6 +282,9 @@ NDArray NDArray::expand_dims(int axis) const {
   TAGFLOW_CHECK(axis >= -(ndim() + 1) && axis <= ndim(),
                 "expand_dims: axis {} is out of range for shape ({}): expected [{}, {}]", axis,
                 shape_.str(), -(ndim() + 1), ndim());
+  TAGFLOW_CHECK(ndim() < Shape::kMaxDims,
+                "expand_dims: the result would have {} dimensions, but arrays have at most {}",
+                ndim() + 1, Shape::kMaxDims);
   if (axis < 0) axis += ndim() + 1;
   Shape shape;
   for (int i = 0; i < ndim(); ++i) {

@@ -1,5 +1,7 @@
 #include "tagflow/ops/one_hot.h"
 
+#include <limits>
+
 #include "tagflow/ops/kernels/join_kernels.h"
 #include "tagflow/ops/kernels/launch.h"
 #include "tagflow/ops/operator_checks.h"
@@ -14,6 +16,9 @@ NDArray one_hot(const NDArray& indices, std::int64_t depth, double on_value, dou
   TAGFLOW_CHECK(indices.ndim() < Shape::kMaxDims,
                 "{}: the result would have {} dimensions, but arrays have at most {}", kName,
                 indices.ndim() + 1, Shape::kMaxDims);
+  TAGFLOW_CHECK(depth == 0 || indices.size() <= std::numeric_limits<std::int64_t>::max() / depth,
+                "{}: expected at most 2^63 - 1 elements, got indices of shape ({}) times depth {}",
+                kName, indices.shape().str(), depth);
   detail::check_scalar_fits(kName, on_value, dtype);
   detail::check_scalar_fits(kName, off_value, dtype);
   Shape out_shape = indices.shape();

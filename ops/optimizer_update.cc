@@ -19,8 +19,8 @@ void check_state(const char* op, const NDArray& weight,
     detail::check_defined(op, *a, position);
     detail::check_float32(op, *a, position);
     TAGFLOW_CHECK(a->shape() == weight.shape(),
-                  "{}: the {} argument has shape ({}), the weight ({})", op,
-                  detail::ordinal(position), a->shape().str(), weight.shape().str());
+                  "{}: expected the {} argument of the weight's shape ({}), got ({})", op,
+                  detail::ordinal(position), weight.shape().str(), a->shape().str());
   }
 }
 
@@ -64,6 +64,11 @@ void adam_update(const NDArray& weight, const NDArray& grad, const NDArray& mean
   check_state(kName, weight, {&grad, &mean, &variance});
   detail::check_same_context(kName, {&weight, &grad, &mean, &variance});
   TAGFLOW_CHECK(t >= 1, "adam_update: expected a step count t >= 1, got {}", t);
+  // beta1 = 1 divides by zero in the bias correction, beta2 > 1 takes the
+  // square root of a negative number: either turns the weights into NaN.
+  TAGFLOW_CHECK(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1,
+                "adam_update: expected beta1 in [0, 1) and beta2 in [0, 1), got {} and {}", o.beta1,
+                o.beta2);
   const double correction = std::sqrt(1 - std::pow(o.beta2, static_cast<double>(t))) /
                             (1 - std::pow(o.beta1, static_cast<double>(t)));
   const detail::AdamStep step{

@@ -28,8 +28,8 @@ PoolGeometry make_geometry(const char* name, const NDArray& x, PoolType type,
       o.kernel[0] > 0 && o.kernel[1] > 0 && o.stride[0] > 0 && o.stride[1] > 0,
       "{}: expected a positive kernel and stride, got kernel ({}, {}) and stride ({}, {})", name,
       o.kernel[0], o.kernel[1], o.stride[0], o.stride[1]);
-  TAGFLOW_CHECK(o.padding[0] >= 0 && o.padding[1] >= 0 && 2 * o.padding[0] <= o.kernel[0] &&
-                    2 * o.padding[1] <= o.kernel[1],
+  TAGFLOW_CHECK(o.padding[0] >= 0 && o.padding[1] >= 0 && o.padding[0] <= o.kernel[0] / 2 &&
+                    o.padding[1] <= o.kernel[1] / 2,
                 "{}: expected padding between 0 and half the kernel, got padding ({}, {}) for "
                 "kernel ({}, {})",
                 name, o.padding[0], o.padding[1], o.kernel[0], o.kernel[1]);

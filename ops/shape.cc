@@ -1,5 +1,6 @@
 #include "tagflow/ops/shape.h"
 
+#include <limits>
 #include <ostream>
 
 #include "tagflow/engine/error.h"
@@ -20,6 +21,12 @@ void Shape::push_back(std::int64_t extent) {
                 ndim_ + 1);
   TAGFLOW_CHECK(extent >= 0, "shape: expected non-negative extents, got {} at axis {}", extent,
                 ndim_);
+  // The product of the non-zero extents fits in 64 bits, so that no size,
+  // stride or offset computed from a shape overflows.
+  std::int64_t product = 1;
+  for (int i = 0; i < ndim_; ++i) product *= dims_[i] == 0 ? 1 : dims_[i];
+  TAGFLOW_CHECK(extent == 0 || product <= std::numeric_limits<std::int64_t>::max() / extent,
+                "shape: expected at most 2^63 - 1 elements, got extents ({}x{})", str(), extent);
   dims_[ndim_++] = extent;
 }
 

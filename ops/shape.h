@@ -15,7 +15,8 @@ class Shape {
   static constexpr int kMaxDims = 8;
 
   Shape() = default;
-  /// Throws tagflow::Error for more than kMaxDims dimensions or a negative extent.
+  /// Throws tagflow::Error for more than kMaxDims dimensions, a negative
+  /// extent, or more than 2^63 - 1 elements (zero extents aside).
   Shape(std::initializer_list<std::int64_t> dims);
   explicit Shape(std::span<const std::int64_t> dims);
 
@@ -26,7 +27,7 @@ class Shape {
   std::int64_t size() const;
   std::span<const std::int64_t> dims() const { return {dims_, static_cast<std::size_t>(ndim_)}; }
 
-  /// Appends an extent.
+  /// Appends an extent (checked as the constructor checks them).
   void push_back(std::int64_t extent);
   /// `axis` made non-negative: -1 is the last axis. Throws tagflow::Error
   /// naming `op` when out of range.

@@ -17,10 +17,11 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <memory>
+#include <optional>
 
 #include "tagflow/ops/kernels/conv_kernels.h"
 #include "tagflow/ops/kernels/cpu_parallel.h"
+#include "tagflow/storage/storage.h"
 
 namespace tagflow::detail::cpu_kernels {
 
@@ -28,6 +29,25 @@ namespace {
 
 /// Chunks of the batch whose weight gradients are summed separately.
 constexpr std::int64_t kWeightChunks = 16;
+
+/// Floats from the pooled allocator of the device a kernel runs for, given
+/// back when the kernel is done with them: a lowered image can be far larger
+/// than the arrays it comes from, and a request beyond the device's memory
+/// or limit throws OutOfMemoryError instead of std::bad_alloc.
+class Scratch {
+ public:
+  Scratch(Context ctx, std::int64_t floats)
+      : allocator_(Storage::get().allocator(ctx)),
+        block_(allocator_.allocate(static_cast<std::uint64_t>(floats) * sizeof(float))) {}
+  ~Scratch() { allocator_.release(block_); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  float* get() const { return static_cast<float*>(block_.data); }
+
+ private:
+  Allocator& allocator_;
+  MemoryBlock block_;
+};
 
 /// True when an image's group already is its lowered matrix.
 bool is_pointwise(const ConvGeometry& g) {
@@ -134,17 +154,17 @@ void sgemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, s
 /// Calls `body(image, group, col)` for every pair, in parallel, with a
 /// lowered-image buffer per block of pairs (unused for pointwise ones).
 template <typename Body>
-void for_each_image_group(const ConvGeometry& g, const Body& body) {
+void for_each_image_group(const ConvGeometry& g, Context ctx, const Body& body) {
   const std::int64_t pairs = g.batch * g.groups;
   const std::int64_t work =
       std::max<std::int64_t>(1, g.group_out_channels() * g.col_rows() * g.col_cols());
   const std::int64_t grain = std::max<std::int64_t>(1, (std::int64_t{1} << 18) / work);
   const bool lowered = !is_pointwise(g);
   parallel_for_range(pairs, grain, [&](std::int64_t begin, std::int64_t end) {
-    std::unique_ptr<float[]> col;
-    if (lowered) col.reset(new float[static_cast<std::size_t>(g.col_rows() * g.col_cols())]);
+    std::optional<Scratch> col;
+    if (lowered) col.emplace(ctx, g.col_rows() * g.col_cols());
     for (std::int64_t pair = begin; pair < end; ++pair) {
-      body(pair / g.groups, static_cast<int>(pair % g.groups), col.get());
+      body(pair / g.groups, static_cast<int>(pair % g.groups), col ? col->get() : nullptr);
     }
   });
 }
@@ -152,11 +172,11 @@ void for_each_image_group(const ConvGeometry& g, const Body& body) {
 }  // namespace
 
 void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
-                    float* y) {
+                    float* y, Context ctx) {
   const std::int64_t og = g.group_out_channels();
   const std::int64_t group_in = g.group_in_channels() * g.in_h * g.in_w;
   const std::int64_t group_out = og * g.col_cols();
-  for_each_image_group(g, [&](std::int64_t n, int group, float* col) {
+  for_each_image_group(g, ctx, [&](std::int64_t n, int group, float* col) {
     const float* xg = x + n * g.in_image() + group * group_in;
     float* yg = y + n * g.out_image() + group * group_out;
     if (col != nullptr) im2col(g, xg, col);
@@ -171,11 +191,12 @@ void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const
   });
 }
 
-void conv2d_backward_data(const ConvGeometry& g, const float* w, const float* dy, float* dx) {
+void conv2d_backward_data(const ConvGeometry& g, const float* w, const float* dy, float* dx,
+                          Context ctx) {
   const std::int64_t og = g.group_out_channels();
   const std::int64_t group_in = g.group_in_channels() * g.in_h * g.in_w;
   const std::int64_t group_out = og * g.col_cols();
-  for_each_image_group(g, [&](std::int64_t n, int group, float* col) {
+  for_each_image_group(g, ctx, [&](std::int64_t n, int group, float* col) {
     float* dxg = dx + n * g.in_image() + group * group_in;
     const float* dyg = dy + n * g.out_image() + group * group_out;
     sgemm(true, false, g.col_rows(), g.col_cols(), og, w + group * og * g.col_rows(), dyg, 0.f,
@@ -184,7 +205,8 @@ void conv2d_backward_data(const ConvGeometry& g, const float* w, const float* dy
   });
 }
 
-void conv2d_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw) {
+void conv2d_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw,
+                            Context ctx) {
   const std::int64_t og = g.group_out_channels();
   const std::int64_t group_in = g.group_in_channels() * g.in_h * g.in_w;
   const std::int64_t group_out = og * g.col_cols();
@@ -195,22 +217,22 @@ void conv2d_backward_weight(const ConvGeometry& g, const float* x, const float* 
   }
   const std::int64_t chunks = std::min(g.batch, kWeightChunks);
   // Chunk 0 sums straight into dw; the others into partial sums added after.
-  std::unique_ptr<float[]> partial;
-  if (chunks > 1) partial.reset(new float[static_cast<std::size_t>((chunks - 1) * weights)]);
+  std::optional<Scratch> partial;
+  if (chunks > 1) partial.emplace(ctx, (chunks - 1) * weights);
   const bool lowered = !is_pointwise(g);
   parallel_for_range(chunks, 1, [&](std::int64_t begin, std::int64_t end) {
-    std::unique_ptr<float[]> col;
-    if (lowered) col.reset(new float[static_cast<std::size_t>(g.col_rows() * g.col_cols())]);
+    std::optional<Scratch> col;
+    if (lowered) col.emplace(ctx, g.col_rows() * g.col_cols());
     for (std::int64_t chunk = begin; chunk < end; ++chunk) {
-      float* sum = chunk == 0 ? dw : partial.get() + (chunk - 1) * weights;
+      float* sum = chunk == 0 ? dw : partial->get() + (chunk - 1) * weights;
       const std::int64_t first = chunk * g.batch / chunks;
       const std::int64_t last = (chunk + 1) * g.batch / chunks;
       for (std::int64_t n = first; n < last; ++n) {
         for (int group = 0; group < g.groups; ++group) {
           const float* xg = x + n * g.in_image() + group * group_in;
-          if (lowered) im2col(g, xg, col.get());
+          if (lowered) im2col(g, xg, col->get());
           sgemm(false, true, og, g.col_rows(), g.col_cols(),
-                dy + n * g.out_image() + group * group_out, lowered ? col.get() : xg,
+                dy + n * g.out_image() + group * group_out, lowered ? col->get() : xg,
                 n == first ? 0.f : 1.f, sum + group * og * g.col_rows());
         }
       }
@@ -219,7 +241,7 @@ void conv2d_backward_weight(const ConvGeometry& g, const float* x, const float* 
   if (chunks == 1) return;
   parallel_for_range(weights, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t chunk = 1; chunk < chunks; ++chunk) {
-      const float* from = partial.get() + (chunk - 1) * weights;
+      const float* from = partial->get() + (chunk - 1) * weights;
       for (std::int64_t i = begin; i < end; ++i) dw[i] += from[i];
     }
   });

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "tagflow/engine/context.h"
+
 namespace tagflow::detail {
 
 class Stream;
@@ -56,13 +58,17 @@ class GpuScratch {
 };
 
 namespace cpu_kernels {
-/// y = conv(x, w) (+ bias per output channel when `bias` is not null).
+/// y = conv(x, w) (+ bias per output channel when `bias` is not null). The
+/// lowered images are memory of `ctx`, the device the kernel runs for: a
+/// request beyond what it may hold throws OutOfMemoryError.
 void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
-                    float* y);
+                    float* y, Context ctx);
 /// dx = the gradient of the input, from the weights and dy.
-void conv2d_backward_data(const ConvGeometry& g, const float* w, const float* dy, float* dx);
+void conv2d_backward_data(const ConvGeometry& g, const float* w, const float* dy, float* dx,
+                          Context ctx);
 /// dw = the gradient of the weights, from the input and dy (summed over the batch).
-void conv2d_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw);
+void conv2d_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw,
+                            Context ctx);
 }  // namespace cpu_kernels
 
 namespace gpu_kernels {
