@@ -50,6 +50,19 @@ std::vector<std::int64_t> shuffled_indices(std::int64_t n, std::uint64_t seed,
   return order;
 }
 
+/// This shard's part of an epoch's `order` (Note [Sharding]): positions
+/// shard_index, shard_index + num_shards, ... of its first num_shards *
+/// floor(size / num_shards) positions, appended to `out`.
+void append_shard(const std::vector<std::int64_t>& order, int num_shards, int shard_index,
+                  std::vector<std::int64_t>& out) {
+  const auto shards = static_cast<std::size_t>(num_shards);
+  const std::size_t per_shard = order.size() / shards;
+  out.reserve(out.size() + per_shard);
+  for (std::size_t j = 0; j < per_shard; ++j) {
+    out.push_back(order[j * shards + static_cast<std::size_t>(shard_index)]);
+  }
+}
+
 /// `extent` followed by the dimensions of `shape`.
 Shape with_first_axis(std::int64_t extent, const Shape& shape) {
   TAGFLOW_CHECK(shape.ndim() < Shape::kMaxDims,
@@ -98,6 +111,11 @@ class DataLoader::Impl {
                   static_cast<int>(options_.last_batch));
     TAGFLOW_CHECK(options_.prefetch >= 0, "DataLoader: expected prefetch of at least 0, got {}",
                   options_.prefetch);
+    TAGFLOW_CHECK(options_.num_shards >= 1, "DataLoader: expected num_shards of at least 1, got {}",
+                  options_.num_shards);
+    TAGFLOW_CHECK(options_.shard_index >= 0 && options_.shard_index < options_.num_shards,
+                  "DataLoader: expected a shard_index in [0, {}) for num_shards {}, got {}",
+                  options_.num_shards, options_.num_shards, options_.shard_index);
     context_ = options_.context.value_or(num_gpus() > 0 ? cpu_pinned(0) : cpu(0));
     TAGFLOW_CHECK(context_.is_host(),
                   "DataLoader: expected a host context for the batches (cpu(i) or "
@@ -127,14 +145,18 @@ class DataLoader::Impl {
     auto plan = std::make_shared<EpochPlan>();
     plan->epoch = epochs_started_++;
     const std::int64_t n = dataset_.size();
+    // The carried samples (kRollover), then this shard's part of the whole
+    // data set's order for the epoch (Note [Sharding]).
     plan->order = std::move(carried_);
     carried_.clear();
+    std::vector<std::int64_t> order;
     if (options_.shuffle) {
-      const std::vector<std::int64_t> order = shuffled_indices(n, options_.seed, plan->epoch);
-      plan->order.insert(plan->order.end(), order.begin(), order.end());
+      order = shuffled_indices(n, options_.seed, plan->epoch);
     } else {
-      for (std::int64_t i = 0; i < n; ++i) plan->order.push_back(i);
+      order.resize(static_cast<std::size_t>(n));
+      std::iota(order.begin(), order.end(), std::int64_t{0});
     }
+    append_shard(order, options_.num_shards, options_.shard_index, plan->order);
     const auto total = static_cast<std::int64_t>(plan->order.size());
     plan->num_batches = options_.last_batch == LastBatch::kKeep
                             ? (total + batch_size_ - 1) / batch_size_
@@ -182,7 +204,7 @@ class DataLoader::Impl {
   }
 
   std::int64_t size() const {
-    const std::int64_t n = dataset_.size();
+    const std::int64_t n = dataset_.size() / options_.num_shards;  // of this shard, an epoch
     switch (options_.last_batch) {
       case LastBatch::kKeep:
         return (n + batch_size_ - 1) / batch_size_;

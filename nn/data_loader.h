@@ -16,6 +16,31 @@
 // One thread iterates a loader (its workers are internal); the data set's
 // get() and transforms are called from the workers concurrently.
 //
+// For data-parallel training over several processes, each process (rank)
+// reads its own part of every epoch, as PyTorch's DistributedSampler:
+//
+//   data::DataLoader train_data(train, 64, {.shuffle = true, .seed = 1,
+//                                           .num_shards = 4, .shard_index = rank});
+//
+// Note [Sharding]
+// A loader with num_shards = S and shard_index = r forms the epoch's order
+// over the whole data set exactly as an unsharded one (same seed, same
+// epoch), cuts it to its first S * floor(N / S) positions and keeps positions
+// r, r + S, r + 2S, ... of that. Every shard thus has floor(N / S) samples
+// and the same number of batches, so ranks step in lockstep; the N mod S
+// samples cut are the last of the order: other ones every epoch with
+// `shuffle`, the data set's last ones without. Taking every S-th position
+// rather than a contiguous block gives the union property: with batch size b
+// on every shard, the S shards' batch t together hold exactly the samples of
+// batch t of an unsharded loader of batch size S * b and the same seed, less
+// the cut samples (only its last batch can hold them; with kKeep it may hold
+// nothing else, and then has no counterpart in the shards). So S ranks train
+// on the batches of one process with an S times larger batch. With
+// kRollover, the samples a shard carries over are its own: they open its next
+// epoch, before its part of the new epoch's order (so from the second epoch
+// on, the union property holds for kKeep and kDiscard only). num_shards = 1
+// is the unsharded loader.
+//
 // Note [Samples live on the host]
 // Samples and transforms work on HostArrays, plain host memory, never on
 // NDArrays: an NDArray per sample would cost an engine operation (and a
@@ -75,6 +100,10 @@ struct DataLoaderOptions {
   /// Where batches live; by default cpu_pinned(0) when a GPU (real or
   /// simulated) is present, else cpu(0). Must be a host context.
   std::optional<Context> context;
+  /// Parts every epoch is split into, one per process (Note [Sharding]).
+  int num_shards = 1;
+  /// The part this loader delivers, in [0, num_shards): usually the rank.
+  int shard_index = 0;
 };
 
 /// One batch: the samples' data stacked along a new first axis, (batch, ...)
@@ -87,7 +116,9 @@ struct Batch {
 class DataLoader {
  public:
   /// Throws tagflow::Error for a batch_size below 1, a negative num_workers
-  /// or prefetch, or a context that is not a host context of this process.
+  /// or prefetch, a context that is not a host context of this process, a
+  /// num_shards below 1 or a shard_index outside [0, num_shards). A shard may
+  /// be empty (fewer samples than shards): its epochs have no batch.
   DataLoader(Dataset dataset, std::int64_t batch_size, DataLoaderOptions options = {});
   /// Stops and joins the workers, mid-epoch included (Note [Loader workers]).
   ~DataLoader();
@@ -152,16 +183,18 @@ class DataLoader {
   /// threw; the following call goes on with the batch after it.
   std::optional<Batch> next();
 
-  /// Batches in the next epoch to start (Gluon's len(loader)): ceil(N /
-  /// batch_size) for kKeep, floor(N / batch_size) for kDiscard, and for
-  /// kRollover floor((carried + N) / batch_size), counting the samples the
-  /// epoch started last carries over.
+  /// Batches in the next epoch to start (Gluon's len(loader)): with M =
+  /// floor(N / num_shards) samples of this shard per epoch (M = N unsharded,
+  /// Note [Sharding]), ceil(M / batch_size) for kKeep, floor(M / batch_size)
+  /// for kDiscard, and for kRollover floor((carried + M) / batch_size),
+  /// counting the samples the epoch started last carries over.
   std::int64_t size() const;
   std::int64_t batch_size() const;
   /// Epochs started so far; the current one, if any, is number epochs() - 1.
   std::uint64_t epochs() const;
   /// Where the batches live.
   Context context() const;
+  /// The whole data set, whatever the shard.
   const Dataset& dataset() const;
 
  private:
