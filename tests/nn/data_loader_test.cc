@@ -1,8 +1,8 @@
 // DataLoader: the batches of every epoch against the data set read directly
 // in plain loops, at several worker counts: order, shuffling, last_batch,
-// errors raised by workers, abandoned epochs and destruction mid-epoch
-// (each under a timeout, so a deadlock fails instead of hanging), then a run
-// over the real Fashion-MNIST test set.
+// sharding by rank, errors raised by workers, abandoned epochs and
+// destruction mid-epoch (each under a timeout, so a deadlock fails instead of
+// hanging), then a run over the real Fashion-MNIST test set.
 
 #include "tagflow/nn/data_loader.h"
 
@@ -102,6 +102,20 @@ std::vector<std::int32_t> iota(std::int32_t begin, std::int32_t end) {
   std::vector<std::int32_t> v(static_cast<std::size_t>(end - begin));
   std::iota(v.begin(), v.end(), begin);
   return v;
+}
+
+/// The loaders of shards 0..num_shards-1 of `dataset`, each with `options`
+/// otherwise.
+std::vector<DataLoader> shard_loaders(const Dataset& dataset, std::int64_t batch_size,
+                                      int num_shards, DataLoaderOptions options) {
+  std::vector<DataLoader> loaders;
+  loaders.reserve(static_cast<std::size_t>(num_shards));
+  for (int r = 0; r < num_shards; ++r) {
+    options.num_shards = num_shards;
+    options.shard_index = r;
+    loaders.emplace_back(dataset, batch_size, options);
+  }
+  return loaders;
 }
 
 using tagflow::testing::error_of;
@@ -236,6 +250,229 @@ TEST(DataLoaderTest, ShuffledRolloverCarriesTheUnseenSamples) {
     std::vector<std::int32_t> rest(second.begin() + 2, second.end());
     std::sort(rest.begin(), rest.end());
     EXPECT_EQ(rest, iota(0, 10)) << "after the carried samples, a whole epoch";
+  }
+}
+
+TEST(DataLoaderTest, ShardsTogetherHoldTheBatchesOfALoaderWithALargerBatch) {
+  // Note [Sharding]: with batch b on each of S shards, the shards' batch t
+  // together is batch t of an unsharded loader of batch S * b and the same
+  // seed, less the N mod S samples the shards cut off the end of the order.
+  const std::int64_t n = 103;
+  const std::int64_t b = 4;
+  const Dataset dataset = numbered(n);
+  for (int shards : {2, 3}) {
+    with_timeout(30s, "union of shards", [&] {
+      const std::string what = "num_shards " + std::to_string(shards);
+      const std::int64_t kept = shards * (n / shards);  // 102 for 2 and 3 shards
+      DataLoader whole(dataset, shards * b, {.shuffle = true, .seed = 5});
+      std::vector<DataLoader> parts =
+          shard_loaders(dataset, b, shards, {.shuffle = true, .seed = 5});
+      for (int epoch = 0; epoch < 2; ++epoch) {
+        const std::vector<std::vector<std::int32_t>> whole_batches = epoch_labels(whole);
+        std::vector<std::vector<std::vector<std::int32_t>>> shard_batches;
+        for (DataLoader& part : parts) shard_batches.push_back(epoch_labels(part));
+
+        // 103 = 12 * 8 + 7 = 8 * 12 + 7: the unsharded last batch holds 7
+        // samples, the 6 of the first 102 positions and the one cut.
+        const auto expected_batches = static_cast<std::size_t>(shards == 2 ? 13 : 9);
+        ASSERT_EQ(whole_batches.size(), expected_batches) << what;
+        ASSERT_EQ(whole_batches.back().size(), 7u) << what;
+        std::int64_t position = 0;  // in the unsharded epoch's order
+        for (std::size_t t = 0; t < whole_batches.size(); ++t) {
+          std::vector<std::int32_t> expected;  // batch t less the cut samples
+          for (std::int32_t sample : whole_batches[t]) {
+            if (position++ < kept) expected.push_back(sample);
+          }
+          std::vector<std::int32_t> joined;
+          for (int r = 0; r < shards; ++r) {
+            const auto& batches = shard_batches[static_cast<std::size_t>(r)];
+            ASSERT_EQ(batches.size(), expected_batches) << what << " shard " << r;
+            // Shard batches hold b samples but the last: 51 = 12 * 4 + 3 and
+            // 34 = 8 * 4 + 2 samples per shard.
+            const std::size_t size =
+                t + 1 < expected_batches ? static_cast<std::size_t>(b) : (shards == 2 ? 3u : 2u);
+            ASSERT_EQ(batches[t].size(), size) << what << " shard " << r << " batch " << t;
+            joined.insert(joined.end(), batches[t].begin(), batches[t].end());
+          }
+          ASSERT_EQ(expected.size(), joined.size()) << what << " batch " << t;
+          std::sort(expected.begin(), expected.end());
+          std::sort(joined.begin(), joined.end());
+          EXPECT_EQ(joined, expected) << what << " epoch " << epoch << " batch " << t;
+        }
+        EXPECT_EQ(position, n);
+      }
+    });
+  }
+}
+
+TEST(DataLoaderTest, ShardsAreDisjointEqualAndCoverTheCutOrder) {
+  const std::int64_t n = 103;
+  const Dataset dataset = numbered(n);
+  for (bool shuffle : {false, true}) {
+    for (int shards : {1, 2, 3, 4, 7}) {
+      const std::string what =
+          "shuffle " + std::to_string(shuffle) + " num_shards " + std::to_string(shards);
+      const std::int64_t per_shard = n / shards;
+      DataLoader whole(dataset, 5, {.shuffle = shuffle, .seed = 9});
+      std::vector<DataLoader> parts =
+          shard_loaders(dataset, 5, shards, {.shuffle = shuffle, .seed = 9});
+      for (int epoch = 0; epoch < 2; ++epoch) {
+        const std::vector<std::int32_t> order = flatten(epoch_labels(whole));
+        ASSERT_EQ(order.size(), static_cast<std::size_t>(n));
+        std::multiset<std::int32_t> covered;
+        for (int r = 0; r < shards; ++r) {
+          const std::vector<std::int32_t> part =
+              flatten(epoch_labels(parts[static_cast<std::size_t>(r)]));
+          ASSERT_EQ(part.size(), static_cast<std::size_t>(per_shard)) << what << " shard " << r;
+          // Positions r, r + S, r + 2S, ... of the whole order, exactly.
+          for (std::int64_t j = 0; j < per_shard; ++j) {
+            EXPECT_EQ(part[static_cast<std::size_t>(j)],
+                      order[static_cast<std::size_t>(j * shards + r)])
+                << what << " shard " << r << " position " << j << " epoch " << epoch;
+          }
+          covered.insert(part.begin(), part.end());
+        }
+        // Disjoint and together the first S * floor(N / S) of the order.
+        const std::multiset<std::int32_t> cut(order.begin(), order.begin() + shards * per_shard);
+        EXPECT_EQ(covered, cut) << what << " epoch " << epoch;
+        EXPECT_EQ(std::set<std::int32_t>(covered.begin(), covered.end()).size(), covered.size())
+            << what << ": a sample in two shards";
+      }
+    }
+  }
+}
+
+TEST(DataLoaderTest, OneShardIsTheUnshardedLoader) {
+  const Dataset dataset = numbered(23);
+  for (LastBatch last : {LastBatch::kKeep, LastBatch::kDiscard, LastBatch::kRollover}) {
+    for (bool shuffle : {false, true}) {
+      const std::string what = "last_batch " + std::to_string(static_cast<int>(last)) +
+                               " shuffle " + std::to_string(shuffle);
+      DataLoader plain(dataset, 5, {.shuffle = shuffle, .seed = 4, .last_batch = last});
+      DataLoader sharded(
+          dataset, 5,
+          {.shuffle = shuffle, .seed = 4, .last_batch = last, .num_shards = 1, .shard_index = 0});
+      for (int epoch = 0; epoch < 3; ++epoch) {
+        ASSERT_EQ(sharded.size(), plain.size()) << what;
+        std::vector<std::vector<float>> plain_data, sharded_data;
+        std::vector<std::vector<std::int32_t>> plain_labels, sharded_labels;
+        for (const Batch& batch : plain) {
+          plain_data.push_back(batch.data.to_vector<float>());
+          plain_labels.push_back(labels_of(batch));
+        }
+        for (const Batch& batch : sharded) {
+          sharded_data.push_back(batch.data.to_vector<float>());
+          sharded_labels.push_back(labels_of(batch));
+        }
+        EXPECT_EQ(sharded_labels, plain_labels) << what << " epoch " << epoch;
+        EXPECT_EQ(sharded_data, plain_data) << what << " epoch " << epoch;
+      }
+    }
+  }
+}
+
+TEST(DataLoaderTest, ShardSizesForKeepDiscardAndRollover) {
+  // 10 samples in 3 shards: 9 kept, shard 1 takes 1, 4, 7 and shard 2 takes
+  // 2, 5, 8; sample 9 is cut.
+  const Dataset ten = numbered(10);
+  DataLoader keep(ten, 2, {.last_batch = LastBatch::kKeep, .num_shards = 3, .shard_index = 2});
+  EXPECT_EQ(keep.size(), 2);
+  EXPECT_EQ(epoch_labels(keep), (std::vector<std::vector<std::int32_t>>{{2, 5}, {8}}));
+  DataLoader discard(ten, 2,
+                     {.last_batch = LastBatch::kDiscard, .num_shards = 3, .shard_index = 2});
+  EXPECT_EQ(discard.size(), 1);
+  EXPECT_EQ(epoch_labels(discard), (std::vector<std::vector<std::int32_t>>{{2, 5}}));
+  // The shard carries its own 7 into its next epoch, before its part of it.
+  DataLoader rollover(ten, 2,
+                      {.last_batch = LastBatch::kRollover, .num_shards = 3, .shard_index = 1});
+  EXPECT_EQ(rollover.size(), 1);
+  EXPECT_EQ(epoch_labels(rollover), (std::vector<std::vector<std::int32_t>>{{1, 4}}));
+  EXPECT_EQ(rollover.size(), 2);
+  EXPECT_EQ(epoch_labels(rollover), (std::vector<std::vector<std::int32_t>>{{7, 1}, {4, 7}}));
+  EXPECT_EQ(rollover.size(), 1);
+  EXPECT_EQ(epoch_labels(rollover), (std::vector<std::vector<std::int32_t>>{{1, 4}}));
+
+  // 103 samples in 3 shards of 34, batches of 4: size() is what each shard's
+  // epochs then hold, shuffled or not.
+  const Dataset dataset = numbered(103);
+  for (bool shuffle : {false, true}) {
+    for (int r = 0; r < 3; ++r) {
+      const std::string what = "shuffle " + std::to_string(shuffle) + " shard " + std::to_string(r);
+      const DataLoaderOptions options{
+          .shuffle = shuffle, .seed = 2, .num_shards = 3, .shard_index = r};
+      auto with_last = [&](LastBatch last) {
+        DataLoaderOptions o = options;
+        o.last_batch = last;
+        return DataLoader(dataset, 4, o);
+      };
+      DataLoader keep_103 = with_last(LastBatch::kKeep);
+      DataLoader discard_103 = with_last(LastBatch::kDiscard);
+      DataLoader rollover_103 = with_last(LastBatch::kRollover);
+      // Rollover: 34 = 8 * 4 + 2, then 2 + 34 = 9 * 4, then 34 again.
+      const std::vector<std::int64_t> rollover_sizes = {8, 9, 8};
+      for (std::size_t e = 0; e < 3; ++e) {
+        EXPECT_EQ(keep_103.size(), 9) << what;
+        const auto kept = epoch_labels(keep_103);
+        ASSERT_EQ(kept.size(), 9u) << what;
+        EXPECT_EQ(kept.back().size(), 2u) << what;
+        EXPECT_EQ(discard_103.size(), 8) << what;
+        EXPECT_EQ(epoch_labels(discard_103).size(), 8u) << what;
+        EXPECT_EQ(rollover_103.size(), rollover_sizes[e]) << what << " epoch " << e;
+        EXPECT_EQ(epoch_labels(rollover_103).size(), static_cast<std::size_t>(rollover_sizes[e]))
+            << what << " epoch " << e;
+      }
+    }
+  }
+
+  // Fewer samples than shards: every shard is empty, whatever last_batch.
+  for (LastBatch last : {LastBatch::kKeep, LastBatch::kDiscard, LastBatch::kRollover}) {
+    for (int r = 0; r < 3; ++r) {
+      DataLoader empty(numbered(2), 4,
+                       {.last_batch = last, .num_workers = 1, .num_shards = 3, .shard_index = r});
+      for (int e = 0; e < 2; ++e) {
+        EXPECT_EQ(empty.size(), 0);
+        EXPECT_TRUE(empty.begin() == empty.end());
+      }
+    }
+  }
+}
+
+TEST(DataLoaderTest, ShardBatchesDoNotDependOnNumWorkers) {
+  const Dataset dataset = numbered(103);
+  for (LastBatch last : {LastBatch::kKeep, LastBatch::kRollover}) {
+    for (int r = 0; r < 3; ++r) {
+      with_timeout(30s, "shards and workers", [&] {
+        const std::string what =
+            "last_batch " + std::to_string(static_cast<int>(last)) + " shard " + std::to_string(r);
+        DataLoader serial(dataset, 4,
+                          {.shuffle = true,
+                           .seed = 6,
+                           .last_batch = last,
+                           .num_workers = 0,
+                           .num_shards = 3,
+                           .shard_index = r});
+        DataLoader threaded(dataset, 4,
+                            {.shuffle = true,
+                             .seed = 6,
+                             .last_batch = last,
+                             .num_workers = 2,
+                             .num_shards = 3,
+                             .shard_index = r});
+        for (int epoch = 0; epoch < 3; ++epoch) {
+          const std::vector<std::vector<std::int32_t>> expected = epoch_labels(serial);
+          ASSERT_FALSE(expected.empty());
+          std::size_t t = 0;
+          for (const Batch& batch : threaded) {
+            ASSERT_LT(t, expected.size()) << what;
+            expect_batch_is(
+                batch, dataset, expected[t],
+                what + " epoch " + std::to_string(epoch) + " batch " + std::to_string(t));
+            ++t;
+          }
+          EXPECT_EQ(t, expected.size()) << what << " epoch " << epoch;
+        }
+      });
+    }
   }
 }
 
@@ -488,6 +725,25 @@ TEST(DataLoaderTest, BadArgumentsAndUnstackableSamples) {
               "DataLoader: cannot stack batch 1: the data of sample 3 is float32 of shape (3x2), "
               "expected float32 of shape (2x3) as for sample 2");
   }
+}
+
+TEST(DataLoaderTest, BadShardOptionsAreRefused) {
+  const Dataset dataset = numbered(4);
+  EXPECT_EQ(error_of([&] { DataLoader(dataset, 2, {.num_shards = 0}); }),
+            "DataLoader: expected num_shards of at least 1, got 0");
+  EXPECT_EQ(error_of([&] { DataLoader(dataset, 2, {.num_shards = -3}); }),
+            "DataLoader: expected num_shards of at least 1, got -3");
+  EXPECT_EQ(error_of([&] { DataLoader(dataset, 2, {.num_shards = 2, .shard_index = -1}); }),
+            "DataLoader: expected a shard_index in [0, 2) for num_shards 2, got -1");
+  EXPECT_EQ(error_of([&] { DataLoader(dataset, 2, {.num_shards = 3, .shard_index = 3}); }),
+            "DataLoader: expected a shard_index in [0, 3) for num_shards 3, got 3");
+  EXPECT_EQ(error_of([&] { DataLoader(dataset, 2, {.shard_index = 1}); }),
+            "DataLoader: expected a shard_index in [0, 1) for num_shards 1, got 1");
+  // The last shard and more shards than samples are fine.
+  EXPECT_EQ(error_of([&] { DataLoader(dataset, 2, {.num_shards = 3, .shard_index = 2}); }),
+            "(no error)");
+  EXPECT_EQ(error_of([&] { DataLoader(dataset, 2, {.num_shards = 8, .shard_index = 7}); }),
+            "(no error)");
 }
 
 TEST(DataLoaderTest, FashionMnistTestSetWithToTensorAndNormalize) {
