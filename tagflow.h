@@ -22,6 +22,7 @@
 #include "tagflow/nn/idx.h"
 #include "tagflow/nn/initializer.h"
 #include "tagflow/nn/loss.h"
+#include "tagflow/nn/mpi_aggregator.h"
 #include "tagflow/nn/mpi_communicator.h"
 #include "tagflow/nn/nccl_aggregator.h"
 #include "tagflow/nn/parameter.h"

@@ -7,7 +7,8 @@
 //   // every gradient of the list now holds their sum (once the work has run)
 //
 // Trainer::step calls it for every parameter; it is the one interface a
-// multi-process aggregator (MPI, NCCL across machines) implements as well.
+// multi-process aggregator (MpiAggregator, NcclAggregator across processes)
+// implements as well.
 //
 // Note [Aggregating as gradients become ready]
 // backward() pushes its operations and returns; step() then pushes the
@@ -40,6 +41,10 @@
 
 namespace tagflow::nn {
 
+/// Throws tagflow::Error unless `copies` can be aggregated (the rules of
+/// GradientAggregator::allreduce); `who` starts the message.
+void check_aggregation_input(std::span<const NDArray> copies, int key, const char* who);
+
 class GradientAggregator {
  public:
   virtual ~GradientAggregator() = default;
@@ -51,6 +56,23 @@ class GradientAggregator {
   /// array is left as it is. Throws tagflow::Error for a list that breaks
   /// these rules, before pushing anything.
   virtual void allreduce(std::span<const NDArray> copies, int key) = 0;
+
+  /// Makes the copies of one parameter's values (`copies`, as for
+  /// allreduce) in every process equal to those of process 0, so that
+  /// processes start from the same weights; returns at once. Trainer calls
+  /// it for every parameter before the first update
+  /// (Trainer::broadcast_parameters). Default: nothing, as within one
+  /// process initialize() and load() already give every device the same
+  /// values.
+  virtual void broadcast(std::span<const NDArray> copies, int key) {
+    check_aggregation_input(copies, key, "GradientAggregator::broadcast");
+  }
+
+  /// Pushes what allreduce() and broadcast() hold back to send together
+  /// (an aggregator across processes packs small gradients into one
+  /// message). Trainer calls it after the last call of a step. Default:
+  /// nothing is held back.
+  virtual void flush() {}
 
   /// Shown in logs, e.g. "device".
   virtual std::string name() const = 0;
@@ -68,9 +90,5 @@ class DeviceAggregator final : public GradientAggregator {
 /// parameter whose copies are all on real GPUs (when the build has NCCL),
 /// DeviceAggregator otherwise. Used from one thread at a time.
 std::unique_ptr<GradientAggregator> make_local_aggregator();
-
-/// Throws tagflow::Error unless `copies` can be aggregated (the rules of
-/// GradientAggregator::allreduce); `who` starts the message.
-void check_aggregation_input(std::span<const NDArray> copies, int key, const char* who);
 
 }  // namespace tagflow::nn

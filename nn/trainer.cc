@@ -30,13 +30,28 @@ void Trainer::allreduce_grads() {
                 "Trainer::allreduce_grads: the gradients were already aggregated since the last "
                 "update; call update() (summing them again would count every device twice)");
   check_initialized();
+  if (!broadcast_done_) broadcast_parameters();
   // Last parameter first: backward finishes the last layers' gradients first.
+  // Parameters on one device are passed too: other processes may hold copies.
   for (std::size_t index = params_.size(); index-- > 0;) {
     const Parameter& p = **(params_.begin() + static_cast<std::ptrdiff_t>(index));
-    if (p.grad_req() == GradReq::kNull || p.list_ctx().size() < 2) continue;
+    if (p.grad_req() == GradReq::kNull) continue;
     aggregator_->allreduce(p.list_grad(), static_cast<int>(index));
   }
+  aggregator_->flush();
   aggregated_ = true;
+}
+
+void Trainer::broadcast_parameters() {
+  check_initialized();
+  std::size_t index = 0;
+  for (const ParameterPtr& p : params_) {
+    if (p->grad_req() != GradReq::kNull)
+      aggregator_->broadcast(p->list_data(), static_cast<int>(index));
+    ++index;
+  }
+  aggregator_->flush();
+  broadcast_done_ = true;
 }
 
 void Trainer::step(std::int64_t batch_size) {

@@ -58,10 +58,19 @@ class Trainer {
   void step(std::int64_t batch_size);
 
   /// Pushes the aggregation of every parameter's gradients over its devices
-  /// (Note [Aggregating as gradients become ready]). For work between the
-  /// sum and the update, e.g. clipping by the global norm; then call
-  /// update(), not step(). Throws if called twice without an update between.
+  /// (Note [Aggregating as gradients become ready]), and over processes with
+  /// an aggregator across processes. For work between the sum and the
+  /// update, e.g. clipping by the global norm; then call update(), not
+  /// step(). Throws if called twice without an update between. The first
+  /// call broadcasts the parameters first, unless broadcast_parameters() ran.
   void allreduce_grads();
+  /// Makes every process's parameters equal to process 0's (the
+  /// aggregator's broadcast); returns at once. With several processes, call
+  /// it once the parameters are initialized (after a first forward when
+  /// their shapes are inferred) and before training, so that the first
+  /// gradients are computed from the same weights everywhere. Within one
+  /// process it changes nothing.
+  void broadcast_parameters();
   /// The fused update of every parameter's copies, from their gradients as
   /// they are (aggregated or not). Returns at once.
   void update(std::int64_t batch_size);
@@ -81,6 +90,7 @@ class Trainer {
   std::shared_ptr<GradientAggregator> aggregator_;
   /// allreduce_grads() ran since the last update().
   bool aggregated_ = false;
+  bool broadcast_done_ = false;
   std::int64_t steps_ = 0;
   /// Optimiser state per parameter and device: momentum (sgd), or the first
   /// and second moments (adam). Made on the first step.

@@ -1,7 +1,7 @@
-// The main of nn_mpi_tests: starts MPI (with the timeout given by
-// TAGFLOW_TEST_MPI_TIMEOUT, in seconds, default 60), runs the tests in every
-// process, prints the full report from rank 0 and only the failures, with
-// their rank, from the others.
+// The main of nn_mpi_tests: gives every process two simulated GPUs, starts
+// MPI (with the timeout TAGFLOW_TEST_MPI_TIMEOUT gives, in seconds, default
+// 60), runs the tests in every process, and prints the full report from
+// rank 0 and only the failures, with their rank, from the others.
 
 #include <cstdlib>
 #include <memory>
@@ -48,6 +48,8 @@ nn::MpiCommunicator& mpi_world() { return *world; }
 
 int main(int argc, char** argv) {
   using tagflow::testing::world;
+  // Two simulated GPUs in every process, as the other test binaries have.
+  setenv("TAGFLOW_SIM_GPUS", "2", /*overwrite=*/0);
   ::testing::InitGoogleTest(&argc, argv);
   const char* timeout = std::getenv("TAGFLOW_TEST_MPI_TIMEOUT");
   world = tagflow::nn::MpiCommunicator::world(
