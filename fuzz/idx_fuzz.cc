@@ -103,10 +103,13 @@ Expected decode(const Bytes& file) {
   // Saturates above the limit: (2^32 + 1) * (2^31 - 1) < 2^64.
   constexpr std::uint64_t kSaturated = kIdxMaxDataBytes + 1;
   std::uint64_t elements = 1;
+  // The extents are kept apart until checked: a Shape refuses a product
+  // beyond 2^63 - 1 itself.
+  std::vector<std::int64_t> dims;
   for (int axis = 0; axis < ndim; ++axis) {
     const auto extent = static_cast<std::int32_t>(big_endian(&file[4 + 4 * axis], 4));
     if (extent < 0) return refuse("negative extent");
-    e.shape.push_back(extent);
+    dims.push_back(extent);
     elements = std::min(elements * static_cast<std::uint64_t>(extent), kSaturated);
   }
   if (elements > kIdxMaxDataBytes / element->stored_size ||
@@ -115,7 +118,7 @@ Expected decode(const Bytes& file) {
   }
   // An empty array's other extents must still multiply within int64.
   std::uint64_t nonzero_product = 1;
-  for (const std::int64_t extent : e.shape.dims()) {
+  for (const std::int64_t extent : dims) {
     if (extent != 0 && __builtin_mul_overflow(nonzero_product, static_cast<std::uint64_t>(extent),
                                               &nonzero_product)) {
       return refuse("extents other than 0 overflow");
@@ -124,6 +127,7 @@ Expected decode(const Bytes& file) {
   if (nonzero_product > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
     return refuse("extents other than 0 beyond int64");
   }
+  e.shape = Shape(dims);
   if (file.size() - header_bytes != elements * element->stored_size) {
     return refuse("data size differs from the header's");
   }
