@@ -24,6 +24,27 @@
 //    no rank's gradient depends on work queued behind another rank's
 //    collective, which holds for data-parallel training (each device's
 //    gradients come from its own backward).
+//
+// Note [NCCL failures and timeouts]
+// NCCL kernels wait on the device for their peers: a process that dies, or
+// stops issuing, leaves the others' kernels (and whatever waits for them,
+// such as the next loss) waiting for ever. So after each collective is
+// enqueued, an event recorded on the stream goes to a thread the aggregator
+// owns (nn/nccl_monitor.h), which looks every 50 ms at:
+//  - the events: a finished collective is forgotten; one still running
+//    `timeout_seconds` after it was issued (or an NCCL call that has not
+//    returned by then) is a timeout;
+//  - ncclCommGetAsyncError of every communicator (network failures, a peer
+//    that reported an error).
+// On a timeout or an error it aborts every communicator (ncclCommAbort,
+// which ends the kernels, so the waits return), logs what failed, how long
+// it had waited and this process's rank, and marks the aggregator broken:
+// the operations not yet run fail with CommunicationError instead of calling
+// NCCL, so do later allreduce() calls, at once, and the
+// destructor no longer waits. The other processes time out or see the abort
+// as an error in turn; the program should then end. The timeout counts
+// from the moment a collective is issued, so it also covers compute queued
+// on the stream ahead of it: keep it well above a step's length.
 // This file was compiled against NCCL but has not run on a GPU: the machines
 // that build tagflow have none. Simulated GPUs use DeviceAggregator.
 
@@ -41,20 +62,30 @@ bool nccl_available();
 
 class NcclAggregator final : public GradientAggregator {
  public:
-  /// A clique over `gpus` (distinct real GPUs, at least one). Throws
-  /// DeviceError when the build has no NCCL, a device is not a real GPU, or
-  /// NCCL cannot set the communicators up.
-  explicit NcclAggregator(const std::vector<Context>& gpus);
-  /// Waits for the collectives in flight, then frees the communicators.
+  /// A clique over `gpus` (distinct real GPUs, at least one), in this
+  /// process. A collective still running `timeout_seconds` (> 0) after it
+  /// was issued aborts the clique (Note [NCCL failures and timeouts]).
+  /// Throws DeviceError when the build has no NCCL, a device is not a real
+  /// GPU, or NCCL cannot set the communicators up; tagflow::Error for a bad
+  /// timeout.
+  explicit NcclAggregator(const std::vector<Context>& gpus, double timeout_seconds = 120);
+  /// Waits for the collectives in flight (bounded by the timeout), then frees
+  /// the communicators; on a broken aggregator waits for nothing (they were
+  /// aborted). Joins the monitoring thread.
   ~NcclAggregator() override;
   NcclAggregator(const NcclAggregator&) = delete;
   NcclAggregator& operator=(const NcclAggregator&) = delete;
 
   /// As GradientAggregator::allreduce; the copies must be on exactly the
-  /// clique's GPUs (in any order), in float32, int32, int64 or uint8.
+  /// clique's GPUs (in any order), in float32, int32, int64 or uint8. Throws
+  /// CommunicationError once the aggregator is broken.
   void allreduce(std::span<const NDArray> copies, int key) override;
   std::string name() const override { return "nccl"; }
+  /// The clique's GPUs, in the order given.
   const std::vector<Context>& devices() const { return devices_; }
+  /// True once a failure or a timeout aborted the communicators (Note [NCCL
+  /// failures and timeouts]).
+  bool broken() const;
 
  private:
   struct Communicators;

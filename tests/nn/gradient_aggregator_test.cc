@@ -164,6 +164,14 @@ TEST(NcclAggregatorTest, RefusesDevicesThatAreNotRealGpus) {
   EXPECT_EQ(copies[1].to_vector<float>(), (std::vector<float>{4, 6}));
 }
 
+TEST(NcclAggregatorTest, RefusesBadTimeouts) {
+  // Checked before the devices, in every build.
+  const std::string zero = error_of([] { nn::NcclAggregator nccl({gpu(0)}, 0.0); });
+  EXPECT_NE(zero.find("expected a timeout > 0 seconds, got 0"), std::string::npos) << zero;
+  const std::string negative = error_of([] { nn::NcclAggregator nccl({cpu(0)}, -1.0); });
+  EXPECT_NE(negative.find("got -1"), std::string::npos) << negative;
+}
+
 TEST(PriorityScopeTest, ScopesNestAndRestore) {
   EXPECT_EQ(current_priority(), 0);
   {
