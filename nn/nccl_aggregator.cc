@@ -125,7 +125,15 @@ NcclAggregator::~NcclAggregator() {
 bool NcclAggregator::broken() const { return comms_->monitor->broken(); }
 
 void NcclAggregator::allreduce(std::span<const NDArray> copies, int key) {
-  const char* who = "NcclAggregator::allreduce";
+  push(copies, key, Collective::kAllreduce, "NcclAggregator::allreduce");
+}
+
+void NcclAggregator::broadcast(std::span<const NDArray> copies, int key) {
+  push(copies, key, Collective::kBroadcast, "NcclAggregator::broadcast");
+}
+
+void NcclAggregator::push(std::span<const NDArray> copies, int key, Collective collective,
+                          const char* who) {
   check_aggregation_input(copies, key, who);
   TAGFLOW_CHECK(copies.size() == devices_.size(),
                 "{}: expected one array on each of the clique's {} GPUs, got {} arrays", who,
@@ -146,7 +154,10 @@ void NcclAggregator::allreduce(std::span<const NDArray> copies, int key) {
   if (count == 0) return;
   for (std::size_t i = 0; i < copies.size(); ++i) {
     const std::size_t local = local_of[i];
-    const NcclCollective what{.local = static_cast<int>(local),
+    const NcclCollective what{.kind = collective == Collective::kAllreduce
+                                          ? NcclCollective::kAllreduce
+                                          : NcclCollective::kBroadcast,
+                              .local = static_cast<int>(local),
                               .key = key,
                               .type = type,
                               .buffer = copies[i].raw_data(),
@@ -155,16 +166,16 @@ void NcclAggregator::allreduce(std::span<const NDArray> copies, int key) {
     // and a skipped rank would leave the others' kernels waiting on the
     // device for ever. The failure stays on the loss (or the weights) that
     // produced it, where the training loop waits.
-    Engine::get().push({.name = "nccl_allreduce",
-                        .ctx = devices_[local],
-                        .writes = {copies[i].var(), comms_->order[local]},
-                        .priority = kCommunicationPriority,
-                        .queue = QueueKind::kCompute,
-                        .fn = [monitor = comms_->monitor, what](const RunContext& rc) {
-                          check_cuda(cudaSetDevice(rc.ctx.index), "cudaSetDevice", rc.ctx);
-                          monitor->issue(static_cast<cudaStream_t>(rc.stream->native_handle()),
-                                         what);
-                        }});
+    Engine::get().push(
+        {.name = collective == Collective::kAllreduce ? "nccl_allreduce" : "nccl_broadcast",
+         .ctx = devices_[local],
+         .writes = {copies[i].var(), comms_->order[local]},
+         .priority = kCommunicationPriority,
+         .queue = QueueKind::kCompute,
+         .fn = [monitor = comms_->monitor, what](const RunContext& rc) {
+           check_cuda(cudaSetDevice(rc.ctx.index), "cudaSetDevice", rc.ctx);
+           monitor->issue(static_cast<cudaStream_t>(rc.stream->native_handle()), what);
+         }});
   }
 }
 
@@ -196,6 +207,12 @@ NcclAggregator::~NcclAggregator() = default;
 bool NcclAggregator::broken() const { return false; }
 
 void NcclAggregator::allreduce(std::span<const NDArray>, int) { throw_no_nccl(); }
+
+void NcclAggregator::broadcast(std::span<const NDArray>, int) { throw_no_nccl(); }
+
+void NcclAggregator::push(std::span<const NDArray>, int, Collective, const char*) {
+  throw_no_nccl();
+}
 
 #endif
 

@@ -24,6 +24,8 @@
 //    no rank's gradient depends on work queued behind another rank's
 //    collective, which holds for data-parallel training (each device's
 //    gradients come from its own backward).
+//  - broadcast() is the same arrangement with ncclBroadcast, in place, from
+//    NCCL rank 0: the first GPU of the list.
 //
 // Note [NCCL failures and timeouts]
 // NCCL kernels wait on the device for their peers: a process that dies, or
@@ -40,7 +42,7 @@
 // which ends the kernels, so the waits return), logs what failed, how long
 // it had waited and this process's rank, and marks the aggregator broken:
 // the operations not yet run fail with CommunicationError instead of calling
-// NCCL, so do later allreduce() calls, at once, and the
+// NCCL, so do later allreduce() and broadcast() calls, at once, and the
 // destructor no longer waits. The other processes time out or see the abort
 // as an error in turn; the program should then end. The timeout counts
 // from the moment a collective is issued, so it also covers compute queued
@@ -48,6 +50,7 @@
 // This file was compiled against NCCL but has not run on a GPU: the machines
 // that build tagflow have none. Simulated GPUs use DeviceAggregator.
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -80,6 +83,12 @@ class NcclAggregator final : public GradientAggregator {
   /// clique's GPUs (in any order), in float32, int32, int64 or uint8. Throws
   /// CommunicationError once the aggregator is broken.
   void allreduce(std::span<const NDArray> copies, int key) override;
+  /// As GradientAggregator::broadcast: every copy ends holding the values
+  /// of NCCL rank 0's copy (the first GPU of the list), in place. Same rules
+  /// and errors as allreduce().
+  ///
+  ///   nccl.broadcast(param->list_data(), index);
+  void broadcast(std::span<const NDArray> copies, int key) override;
   std::string name() const override { return "nccl"; }
   /// The clique's GPUs, in the order given.
   const std::vector<Context>& devices() const { return devices_; }
@@ -89,6 +98,10 @@ class NcclAggregator final : public GradientAggregator {
 
  private:
   struct Communicators;
+  enum class Collective : std::uint8_t { kAllreduce, kBroadcast };
+  /// allreduce() and broadcast(): one operation per copy.
+  void push(std::span<const NDArray> copies, int key, Collective collective, const char* who);
+
   std::vector<Context> devices_;
   std::unique_ptr<Communicators> comms_;
 };

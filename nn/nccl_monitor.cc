@@ -61,12 +61,15 @@ void NcclMonitor::issue(cudaStream_t stream, const NcclCollective& collective) {
   // theirs, and the other GPUs of this process are among them.
   const NcclCollective& c = collective;
   const ncclResult_t status =
-      ncclAllReduce(c.buffer, c.buffer, c.count, c.type, ncclSum, comms_[local], stream);
+      c.kind == NcclCollective::kAllreduce
+          ? ncclAllReduce(c.buffer, c.buffer, c.count, c.type, ncclSum, comms_[local], stream)
+          : ncclBroadcast(c.buffer, c.buffer, c.count, c.type, /*root=*/0, comms_[local], stream);
   std::string failure;
   cudaEvent_t event = nullptr;
   if (status != ncclSuccess) {
-    failure = fmt::format("ncclAllReduce failed: {} (NCCL error {})", ncclGetErrorString(status),
-                          static_cast<int>(status));
+    failure = fmt::format("{} failed: {} (NCCL error {})",
+                          c.kind == NcclCollective::kAllreduce ? "ncclAllReduce" : "ncclBroadcast",
+                          ncclGetErrorString(status), static_cast<int>(status));
   } else {
     cudaError_t cuda = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
     if (cuda == cudaSuccess) {
@@ -220,7 +223,9 @@ void NcclMonitor::abort_idle_locked() {
 }
 
 std::string NcclMonitor::describe(const NcclCollective& collective) const {
-  return fmt::format("allreduce of key {} ({} elements) on {}", collective.key, collective.count,
+  return fmt::format("{} of key {} ({} elements) on {}",
+                     collective.kind == NcclCollective::kAllreduce ? "allreduce" : "broadcast",
+                     collective.key, collective.count,
                      devices_[static_cast<std::size_t>(collective.local)].str());
 }
 

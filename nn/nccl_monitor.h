@@ -7,7 +7,7 @@
 //
 //   auto monitor = std::make_shared<nn::NcclMonitor>(comms, gpus, "process 1 of 2", 120.0);
 //   // in an engine operation on gpus[0]'s compute stream:
-//   monitor->issue(stream, {.local = 0, .key = 7, ...});
+//   monitor->issue(stream, {.kind = nn::NcclCollective::kAllreduce, .local = 0, ...});
 //   monitor->close();   // once every operation issuing on it has run
 //
 // Note [Aborting without racing a call]
@@ -23,6 +23,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <mutex>
 #include <string>
@@ -36,9 +37,11 @@
 
 namespace tagflow::nn {
 
-/// One all-reduce (sum) on one communicator: in place on `buffer`, `count`
+/// One collective on one communicator: in place on `buffer`, `count`
 /// elements of `type`.
 struct NcclCollective {
+  enum Kind : std::uint8_t { kAllreduce, kBroadcast };
+  Kind kind = kAllreduce;
   /// Index of the communicator (and GPU) in the monitor's lists.
   int local = 0;
   /// The parameter's key, for messages.
