@@ -1,7 +1,9 @@
 #include "tagflow/nn/nccl_aggregator.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
 
 #include "tagflow/engine/engine.h"
 #include "tagflow/nn/mpi_communicator.h"
@@ -39,6 +41,11 @@ void check_timeout(double timeout_seconds) {
                 "NcclAggregator: expected a timeout > 0 seconds, got {}", timeout_seconds);
 }
 
+void check_communicator(const std::shared_ptr<MpiCommunicator>& processes) {
+  TAGFLOW_CHECK(processes != nullptr,
+                "NcclAggregator: expected a communicator between processes, got null");
+}
+
 }  // namespace
 
 #ifdef TAGFLOW_HAVE_NCCL
@@ -73,6 +80,80 @@ ncclDataType_t nccl_type(DType dtype) {
   detail::throw_error<DeviceError>("NcclAggregator: no NCCL type for dtype {}", dtype_name(dtype));
 }
 
+/// Process 0's new NCCL id, in every process. The message ends with a byte
+/// saying whether process 0 got one, so that a failure there fails every
+/// process instead of leaving them waiting in ncclCommInitRank.
+ncclUniqueId shared_unique_id(MpiCommunicator& processes, Context ctx) {
+  std::array<std::byte, sizeof(ncclUniqueId) + 1> message{};
+  ncclResult_t status = ncclSuccess;
+  if (processes.rank() == 0) {
+    ncclUniqueId id;
+    status = ncclGetUniqueId(&id);
+    if (status == ncclSuccess) {
+      std::memcpy(message.data(), &id, sizeof id);
+      message.back() = std::byte{1};
+    }
+  }
+  processes.broadcast_bytes(message, /*root=*/0);
+  check_nccl(status, "ncclGetUniqueId", ctx);  // process 0, with its reason
+  TAGFLOW_CHECK_AS(DeviceError, message.back() == std::byte{1},
+                   "NcclAggregator: process 0 could not make an NCCL id (ncclGetUniqueId failed "
+                   "there)");
+  ncclUniqueId id;
+  std::memcpy(&id, message.data(), sizeof id);
+  return id;
+}
+
+/// This process's communicators of a clique of `nranks` ranks over every
+/// process: gpus[i] is rank first + i. Initialised in one group, as NCCL
+/// requires when one thread sets up several ranks; the calling thread's
+/// current device is restored. Frees what it made when it fails.
+std::vector<ncclComm_t> init_ranks(const std::vector<Context>& gpus, int nranks,
+                                   const ncclUniqueId& id, int first) {
+  int saved_device = 0;
+  check_cuda(cudaGetDevice(&saved_device), "cudaGetDevice", gpus[0]);
+  std::vector<ncclComm_t> comms(gpus.size(), nullptr);
+  check_nccl(ncclGroupStart(), "ncclGroupStart", gpus[0]);
+  std::string failure;
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    const Context c = gpus[i];
+    const int rank = first + static_cast<int>(i);
+    const cudaError_t cuda = cudaSetDevice(c.index);
+    if (cuda != cudaSuccess) {
+      failure = fmt::format("cudaSetDevice on {} failed: {} ({})", c.str(),
+                            cudaGetErrorString(cuda), cudaGetErrorName(cuda));
+      break;
+    }
+    const ncclResult_t status = ncclCommInitRank(&comms[i], nranks, id, rank);
+    if (status != ncclSuccess) {
+      failure =
+          fmt::format("ncclCommInitRank on {} (rank {} of {}) failed: {} (NCCL error {})", c.str(),
+                      rank, nranks, ncclGetErrorString(status), static_cast<int>(status));
+      break;
+    }
+  }
+  const ncclResult_t end = ncclGroupEnd();  // closes the group whatever happened in it
+  if (failure.empty() && end != ncclSuccess) {
+    failure = fmt::format(
+        "ncclGroupEnd after ncclCommInitRank of ranks {}..{} of {} failed: {} "
+        "(NCCL error {})",
+        first, first + static_cast<int>(gpus.size()) - 1, nranks, ncclGetErrorString(end),
+        static_cast<int>(end));
+  }
+  const cudaError_t restored = cudaSetDevice(saved_device);
+  if (failure.empty() && restored != cudaSuccess) {
+    failure = fmt::format("restoring the current device ({}) failed: {} ({})", saved_device,
+                          cudaGetErrorString(restored), cudaGetErrorName(restored));
+  }
+  if (!failure.empty()) {
+    for (ncclComm_t comm : comms) {
+      if (comm != nullptr) ncclCommAbort(comm);  // best effort: the set-up already failed
+    }
+    detail::throw_error<DeviceError>("NcclAggregator: {}", failure);
+  }
+  return comms;
+}
+
 }  // namespace
 
 bool nccl_available() { return true; }
@@ -103,6 +184,31 @@ NcclAggregator::NcclAggregator(const std::vector<Context>& gpus, double timeout_
   check_nccl(ncclCommInitAll(comms.data(), static_cast<int>(gpus.size()), indices.data()),
              "ncclCommInitAll", gpus[0]);
   comms_ = std::make_unique<Communicators>(std::move(comms), gpus, "one process", timeout_seconds);
+}
+
+NcclAggregator::NcclAggregator(const std::vector<Context>& local_gpus,
+                               std::shared_ptr<MpiCommunicator> processes, double timeout_seconds)
+    : devices_(local_gpus) {
+  check_communicator(processes);
+  check_timeout(timeout_seconds);
+  check_real_gpus(local_gpus);
+  // The first collective: every process that passed the checks gets here.
+  const std::vector<std::int64_t> counts =
+      processes->gather(static_cast<std::int64_t>(local_gpus.size()));
+  std::int64_t first = 0;
+  std::int64_t total = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    if (static_cast<int>(r) < processes->rank()) first += counts[r];
+    total += counts[r];
+  }
+  const ncclUniqueId id = shared_unique_id(*processes, local_gpus[0]);
+  std::vector<ncclComm_t> comms =
+      init_ranks(local_gpus, static_cast<int>(total), id, static_cast<int>(first));
+  comms_ = std::make_unique<Communicators>(
+      std::move(comms), local_gpus,
+      fmt::format("process {} of {}, NCCL ranks {}..{} of {}", processes->rank(), processes->size(),
+                  first, first + std::ssize(local_gpus) - 1, total),
+      timeout_seconds);
 }
 
 NcclAggregator::~NcclAggregator() {
@@ -136,8 +242,9 @@ void NcclAggregator::push(std::span<const NDArray> copies, int key, Collective c
                           const char* who) {
   check_aggregation_input(copies, key, who);
   TAGFLOW_CHECK(copies.size() == devices_.size(),
-                "{}: expected one array on each of the clique's {} GPUs, got {} arrays", who,
-                devices_.size(), copies.size());
+                "{}: expected one array on each of this process's {} GPUs of the clique, got {} "
+                "arrays",
+                who, devices_.size(), copies.size());
   std::vector<std::size_t> local_of(copies.size());
   for (std::size_t i = 0; i < copies.size(); ++i) {
     const auto at = std::find(devices_.begin(), devices_.end(), copies[i].context());
@@ -199,6 +306,15 @@ NcclAggregator::NcclAggregator(const std::vector<Context>& gpus, double timeout_
     : devices_(gpus) {
   check_timeout(timeout_seconds);
   check_real_gpus(gpus);
+  throw_no_nccl();
+}
+
+NcclAggregator::NcclAggregator(const std::vector<Context>& local_gpus,
+                               std::shared_ptr<MpiCommunicator> processes, double timeout_seconds)
+    : devices_(local_gpus) {
+  check_communicator(processes);
+  check_timeout(timeout_seconds);
+  check_real_gpus(local_gpus);
   throw_no_nccl();
 }
 

@@ -165,12 +165,15 @@ TEST(NcclAggregatorTest, RefusesDevicesThatAreNotRealGpus) {
   EXPECT_EQ(copies[1].to_vector<float>(), (std::vector<float>{4, 6}));
 }
 
-TEST(NcclAggregatorTest, RefusesBadTimeouts) {
-  // Checked before the devices, in every build.
+TEST(NcclAggregatorTest, RefusesBadTimeoutsAndANullCommunicator) {
+  // Checked before the devices and before any communication, in every build.
   const std::string zero = error_of([] { nn::NcclAggregator nccl({gpu(0)}, 0.0); });
   EXPECT_NE(zero.find("expected a timeout > 0 seconds, got 0"), std::string::npos) << zero;
   const std::string negative = error_of([] { nn::NcclAggregator nccl({cpu(0)}, -1.0); });
   EXPECT_NE(negative.find("got -1"), std::string::npos) << negative;
+  const std::string null = error_of([] { nn::NcclAggregator nccl({gpu(0)}, nullptr, 10.0); });
+  EXPECT_NE(null.find("expected a communicator between processes, got null"), std::string::npos)
+      << null;
 }
 
 TEST(GradientAggregatorTest, BroadcastWithinOneProcessLeavesTheCopiesAndRefusesBadLists) {
