@@ -4,6 +4,7 @@
 // before anything changes.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -162,6 +163,33 @@ TEST(NcclAggregatorTest, RefusesDevicesThatAreNotRealGpus) {
   std::vector<NDArray> copies = {array({1, 2}, gpu(0)), array({3, 4}, gpu(1))};
   nn::make_local_aggregator()->allreduce(copies, 0);
   EXPECT_EQ(copies[1].to_vector<float>(), (std::vector<float>{4, 6}));
+}
+
+TEST(NcclAggregatorTest, RefusesBadTimeoutsAndANullCommunicator) {
+  // Checked before the devices and before any communication, in every build.
+  const std::string zero = error_of([] { nn::NcclAggregator nccl({gpu(0)}, 0.0); });
+  EXPECT_NE(zero.find("expected a timeout > 0 seconds, got 0"), std::string::npos) << zero;
+  const std::string negative = error_of([] { nn::NcclAggregator nccl({cpu(0)}, -1.0); });
+  EXPECT_NE(negative.find("got -1"), std::string::npos) << negative;
+  const std::string null = error_of([] { nn::NcclAggregator nccl({gpu(0)}, nullptr, 10.0); });
+  EXPECT_NE(null.find("expected a communicator between processes, got null"), std::string::npos)
+      << null;
+}
+
+TEST(GradientAggregatorTest, BroadcastWithinOneProcessLeavesTheCopiesAndRefusesBadLists) {
+  // Within one process the copies already agree (initialize() and load()
+  // give every device the same values): broadcast() only checks its input.
+  std::vector<NDArray> copies = {array({1, 2}, gpu(0)), array({3, 4}, cpu(1))};
+  const std::unique_ptr<nn::GradientAggregator> aggregator = nn::make_local_aggregator();
+  aggregator->broadcast(copies, 0);
+  EXPECT_EQ(copies[0].to_vector<float>(), (std::vector<float>{1, 2}));
+  EXPECT_EQ(copies[1].to_vector<float>(), (std::vector<float>{3, 4}));
+  const std::string bad_key = error_of([&] { aggregator->broadcast(copies, -2); });
+  EXPECT_NE(bad_key.find("expected a key >= 0, got -2"), std::string::npos) << bad_key;
+  const std::string undefined = error_of([&] {
+    aggregator->broadcast(std::vector<NDArray>{copies[0], NDArray()}, 0);
+  });
+  EXPECT_NE(undefined.find("array 1 of 2 is undefined"), std::string::npos) << undefined;
 }
 
 TEST(PriorityScopeTest, ScopesNestAndRestore) {

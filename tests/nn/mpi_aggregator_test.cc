@@ -117,6 +117,37 @@ TEST(MpiAggregatorTest, BroadcastGivesEveryCopyProcessZerosValues) {
   }
 }
 
+TEST(NcclAggregatorAcrossProcessesTest, RefusesSimulatedGpusBeforeCommunicating) {
+  // This binary's GPUs are simulated: NCCL across processes must refuse
+  // them in every process with a typed error, and before any collective, so
+  // that the processes stay in step even when only some of them try.
+  nn::MpiCommunicator& world = mpi_world();
+  auto refusal = [](const std::vector<Context>& gpus) -> std::string {
+    try {
+      nn::NcclAggregator nccl(gpus, world_pointer());
+    } catch (const DeviceError& e) {
+      return e.what();
+    } catch (const Error& e) {
+      return std::string("not a DeviceError: ") + e.what();
+    }
+    return "(no DeviceError)";
+  };
+  const std::string one = refusal({gpu(0)});
+  EXPECT_NE(one.find("NCCL needs real GPUs, got gpu(0) (simulated)"), std::string::npos) << one;
+  const std::string two = refusal({gpu(1), gpu(0)});
+  EXPECT_NE(two.find("NCCL needs real GPUs, got gpu(1) (simulated)"), std::string::npos) << two;
+  const std::string host = refusal({cpu(0)});
+  EXPECT_NE(host.find("NCCL needs real GPUs, got cpu(0)"), std::string::npos) << host;
+  if (world.rank() == 0) {
+    const std::string alone = refusal({gpu(0), gpu(1)});
+    EXPECT_NE(alone.find("NCCL needs real GPUs"), std::string::npos) << alone;
+  }
+  // Had a refusal sent anything, this gather would pair with it.
+  const std::vector<std::int64_t> ranks = world.gather(world.rank());
+  ASSERT_EQ(ranks.size(), static_cast<std::size_t>(world.size()));
+  for (std::size_t r = 0; r < ranks.size(); ++r) EXPECT_EQ(ranks[r], static_cast<std::int64_t>(r));
+}
+
 TEST(MpiAggregatorTest, ProcessesThatAggregateDifferentArraysAreStoppedBeforeSending) {
   nn::MpiCommunicator& world = mpi_world();
   nn::MpiAggregator aggregator(world_pointer(), {.bucket_bytes = 1 << 20});
