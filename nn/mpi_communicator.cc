@@ -138,6 +138,7 @@ struct MpiCommunicator::State {
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0;
   int size = 1;
+  int local_size = 1;
   std::string host;
   bool finalize_mpi = false;  ///< tagflow initialised MPI, so it finalises it
 
@@ -440,6 +441,12 @@ std::shared_ptr<MpiCommunicator> MpiCommunicator::world(MpiOptions options) {
   check_mpi(MPI_Comm_set_errhandler(state->comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   check_mpi(MPI_Comm_rank(state->comm, &state->rank), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(state->comm, &state->size), "MPI_Comm_size");
+  MPI_Comm machine = MPI_COMM_NULL;
+  check_mpi(
+      MPI_Comm_split_type(state->comm, MPI_COMM_TYPE_SHARED, state->rank, MPI_INFO_NULL, &machine),
+      "MPI_Comm_split_type");
+  check_mpi(MPI_Comm_size(machine, &state->local_size), "MPI_Comm_size");
+  MPI_Comm_free(&machine);
   char name[MPI_MAX_PROCESSOR_NAME];
   int length = 0;
   check_mpi(MPI_Get_processor_name(name, &length), "MPI_Get_processor_name");
@@ -475,6 +482,7 @@ MpiCommunicator::~MpiCommunicator() {
 
 int MpiCommunicator::rank() const { return state_->rank; }
 int MpiCommunicator::size() const { return state_->size; }
+int MpiCommunicator::local_size() const { return state_->local_size; }
 const std::string& MpiCommunicator::host() const { return state_->host; }
 const MpiOptions& MpiCommunicator::options() const { return state_->options; }
 bool MpiCommunicator::broken() const { return state_->broken.load(std::memory_order_acquire); }
@@ -771,6 +779,7 @@ MpiCommunicator::MpiCommunicator(std::unique_ptr<State> state) : state_(std::mov
 MpiCommunicator::~MpiCommunicator() = default;
 int MpiCommunicator::rank() const { no_mpi(); }
 int MpiCommunicator::size() const { no_mpi(); }
+int MpiCommunicator::local_size() const { no_mpi(); }
 const std::string& MpiCommunicator::host() const { no_mpi(); }
 const MpiOptions& MpiCommunicator::options() const { no_mpi(); }
 bool MpiCommunicator::broken() const { no_mpi(); }

@@ -110,6 +110,8 @@ class MpiCommunicator {
   int rank() const;
   /// Processes in the job.
   int size() const;
+  /// Processes of the job on this machine (sharing its cores), this one included.
+  int local_size() const;
   /// This machine's name as MPI knows it.
   const std::string& host() const;
   const MpiOptions& options() const;

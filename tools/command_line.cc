@@ -1,5 +1,7 @@
 #include "tools/command_line.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -40,6 +42,8 @@ struct CommandLine::Parts {
   std::string profile_path;
   bool no_progress = false;
   bool train_json = false;
+  double dist_timeout = nn::MpiOptions{}.timeout_seconds;
+  std::int64_t bucket_kb = 1024;
   CLI::App* profile = nullptr;
   std::string profile_trace;
   std::string profile_html;
@@ -97,6 +101,22 @@ CommandLine::Parts::Parts() {
                     "Write a Chrome trace (chrome://tracing, Perfetto) of batches 5-9 here");
   train->add_flag("--no-progress", no_progress, "No progress bar");
   train->add_flag("--json", train_json, "JSON lines instead of text (for tagflow bench train)");
+  train
+      ->add_option("--dist", train_options.dist,
+                   "Across the processes of `mpirun`: gradients summed with MPI in host memory, "
+                   "or with NCCL between GPUs")
+      ->check(CLI::IsMember({"none", "mpi", "nccl"}))
+      ->capture_default_str();
+  train
+      ->add_option("--dist-timeout", dist_timeout,
+                   "Seconds a collective may take before the run ends with an error")
+      ->check(CLI::Range(0.001, 1e6))
+      ->capture_default_str();
+  train
+      ->add_option("--bucket-kb", bucket_kb,
+                   "With --dist mpi: gradients travel in messages of about this many KiB")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
+      ->capture_default_str();
 
   profile = app.add_subcommand(
       "profile", "Summarise a trace of `train --profile` or profiler::write_chrome_trace");
@@ -278,6 +298,7 @@ void CommandLine::parse(int argc, const char* const* argv) {
     p.train_options.profile = p.profile_path;
     p.train_options.progress = !p.no_progress;
     p.train_options.json = p.train_json;
+    p.train_options.bucket_bytes = p.bucket_kb << 10;
   }
   if (p.bench_engine->parsed()) {
     p.engine_options.engine = p.engine_kind == "naive" ? EngineKind::kNaive : EngineKind::kThreaded;
@@ -333,15 +354,38 @@ int run_stress_command(const StressOptions& options, bool json) {
   return report.passed() ? 0 : 1;
 }
 
+/// `tagflow train`; with --dist, in each process of the job: says which
+/// process it is (to stderr, for whoever has to find it), and on an error
+/// ends the whole job (the others would wait for this one until their
+/// timeout otherwise).
+int run_train_command(TrainOptions options, double dist_timeout) {
+  if (options.dist == "none") {
+    (void)run_train(options);
+    return 0;
+  }
+  options.processes = nn::MpiCommunicator::world({.timeout_seconds = dist_timeout});
+  const nn::MpiCommunicator& processes = *options.processes;
+  fmt::print(stderr, "train: rank {} of {} on {}, pid {}\n", processes.rank(), processes.size(),
+             processes.host(), getpid());
+  std::fflush(stderr);
+  try {
+    (void)run_train(options);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "tagflow: rank {} of {}: {}\n", processes.rank(), processes.size(),
+               e.what());
+    std::fflush(stderr);
+    if (processes.size() > 1) options.processes->abort(1);
+    throw;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int CommandLine::run() {
   Parts& p = *parts_;
   if (p.info->parsed()) return run_info();
-  if (p.train->parsed()) {
-    (void)run_train(p.train_options);
-    return 0;
-  }
+  if (p.train->parsed()) return run_train_command(p.train_options, p.dist_timeout);
   if (p.bench_engine->parsed()) {
     return run_engine_bench(p.engine_options, EngineConfig::from_env()) ? 0 : 1;
   }

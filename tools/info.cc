@@ -35,6 +35,8 @@ int run_info() {
   for (const auto& [name, value] : config.describe()) fmt::print("  {:<20} {}\n", name, value);
   fmt::print("\nBuild\n");
   for (const auto& [name, value] : build_info()) fmt::print("  {:<20} {}\n", name, value);
+  fmt::print("  {:<20} {}\n", "MPI", nn::mpi_library_version());
+  fmt::print("  {:<20} {}\n", "NCCL", nn::nccl_available() ? "yes" : "no");
   return 0;
 }
 

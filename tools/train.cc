@@ -8,6 +8,7 @@
 #include <deque>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include <cblas.h>
 #include <fmt/format.h>
@@ -64,9 +65,10 @@ void clear_progress() {
   std::fflush(stderr);
 }
 
-/// Fraction of the samples of `loader` that `net` classifies right, each
-/// batch split across `devices`.
-double evaluate(nn::Block& net, data::DataLoader& loader, const std::vector<Context>& devices) {
+/// The samples of `loader` that `net` classifies right, and how many there
+/// are, each batch split across `devices`.
+std::pair<double, double> evaluate(nn::Block& net, data::DataLoader& loader,
+                                   const std::vector<Context>& devices) {
   std::vector<NDArray> correct;
   for (Context c : devices) correct.push_back(zeros({1}, DType::kFloat32, c));
   std::int64_t samples = 0;
@@ -86,7 +88,33 @@ double evaluate(nn::Block& net, data::DataLoader& loader, const std::vector<Cont
       in_flight.pop_front();
     }
   }
-  return samples == 0 ? 0.0 : sum_on_host(correct) / static_cast<double>(samples);
+  return {sum_on_host(correct), static_cast<double>(samples)};
+}
+
+/// The element-wise sum of `values` over the processes (none: as they are).
+std::vector<double> over_processes(nn::MpiCommunicator* processes, std::vector<double> values) {
+  return processes != nullptr ? processes->sum(values) : values;
+}
+
+/// The fraction of the test set classified right, over every process.
+double test_accuracy(nn::Block& net, data::DataLoader& loader, const std::vector<Context>& devices,
+                     nn::MpiCommunicator* processes) {
+  const auto [correct, samples] = evaluate(net, loader, devices);
+  const std::vector<double> totals = over_processes(processes, {correct, samples});
+  return totals[1] == 0 ? 0.0 : totals[0] / totals[1];
+}
+
+/// The aggregator `dist` names (null: the Trainer's local one).
+std::shared_ptr<nn::GradientAggregator> make_aggregator(const TrainOptions& options) {
+  if (options.dist == "mpi") {
+    return std::make_shared<nn::MpiAggregator>(options.processes,
+                                               nn::MpiAggregatorOptions{options.bucket_bytes});
+  }
+  if (options.dist == "nccl") {
+    return std::make_shared<nn::NcclAggregator>(options.devices, options.processes,
+                                                options.processes->options().timeout_seconds);
+  }
+  return nullptr;
 }
 
 /// The batches `tagflow train --profile` records: [kProfileBegin, kProfileEnd)
@@ -160,19 +188,41 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
                 "{} and {}",
                 options.epochs, options.batch_size, options.learning_rate);
   TAGFLOW_CHECK(!options.devices.empty(), "train: expected at least one device, got none");
+  TAGFLOW_CHECK(options.dist == "none" || options.dist == "mpi" || options.dist == "nccl",
+                "train: unknown dist \"{}\"; expected none, mpi or nccl", options.dist);
+  const bool distributed = options.dist != "none";
+  TAGFLOW_CHECK(!distributed || options.processes != nullptr,
+                "train: dist {} needs the processes' communicator (TrainOptions::processes)",
+                options.dist);
+  nn::MpiCommunicator* const processes = distributed ? options.processes.get() : nullptr;
+  const int rank = distributed ? processes->rank() : 0;
+  const int process_count = distributed ? processes->size() : 1;
+  const bool speaks = rank == 0;  // only the first process prints and saves
   for (Context c : options.devices) check_device(c);
   const std::vector<Context>& devices = options.devices;
   // Several devices whose kernels run on the host (cpu(i), simulated GPUs)
   // call the BLAS at once; OpenBLAS runs concurrent multithreaded calls one
   // after the other, so each device's calls get one thread instead.
+  // Likewise, processes of the job on the same machine share its cores.
   const auto host_devices =
       std::count_if(devices.begin(), devices.end(), [](Context c) { return !is_real_gpu(c); });
-  if (host_devices > 1) openblas_set_num_threads(1);
+  const int neighbours = distributed ? processes->local_size() : 1;
+  if (host_devices > 1) {
+    openblas_set_num_threads(1);
+  } else if (host_devices == 1 && neighbours > 1) {
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    openblas_set_num_threads(std::max(1, cores / neighbours));
+  }
   const auto device_count = static_cast<std::int64_t>(devices.size());
-  TAGFLOW_CHECK(options.batch_size >= device_count,
-                "train: a batch of {} samples cannot be split across {} devices: use a batch "
-                "size of at least {}",
-                options.batch_size, device_count, device_count);
+  TAGFLOW_CHECK(options.batch_size % process_count == 0,
+                "train: a batch of {} samples cannot be split evenly across {} processes: use a "
+                "multiple of {}",
+                options.batch_size, process_count, process_count);
+  const std::int64_t process_batch = options.batch_size / process_count;
+  TAGFLOW_CHECK(process_batch >= device_count,
+                "train: a batch of {} samples per process cannot be split across {} devices: use "
+                "a batch size of at least {}",
+                process_batch, device_count, device_count * process_count);
   const std::filesystem::path dir =
       options.data_dir.empty() ? default_fashion_mnist_dir() : options.data_dir;
 
@@ -180,40 +230,53 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
   const data::Dataset train_set =
       options.epochs > 0 ? fashion_mnist(dir, true, options.limit)
                          : data::Dataset(0, [](std::int64_t) { return data::Sample{}; });
-  // A last batch with fewer samples than devices would leave a device
-  // without work (and its gradients stale): it is dropped instead.
-  const std::int64_t remainder = train_set.size() % options.batch_size;
+  // Each process takes its shard of every batch (Note [Sharding] in
+  // nn/data_loader.h). A last batch with fewer samples than devices would
+  // leave a device without work (and its gradients stale): it is dropped.
+  const std::int64_t remainder = train_set.size() / process_count % process_batch;
   const bool drop_last = remainder != 0 && remainder < device_count;
   data::DataLoader train_data(
-      train_set, options.batch_size,
+      train_set, process_batch,
       {.shuffle = true,
        .seed = options.seed,
        .last_batch = drop_last ? data::LastBatch::kDiscard : data::LastBatch::kKeep,
-       .num_workers = options.num_workers});
-  data::DataLoader test_data(fashion_mnist(dir, false, 0), options.batch_size,
-                             {.num_workers = options.num_workers});
+       .num_workers = options.num_workers,
+       .num_shards = process_count,
+       .shard_index = rank});
+  data::DataLoader test_data(
+      fashion_mnist(dir, false, 0), process_batch,
+      {.num_workers = options.num_workers, .num_shards = process_count, .shard_index = rank});
 
   random::seed(options.seed);
   std::shared_ptr<nn::Sequential> net = build_model(options.model);
-  if (options.load.empty()) {
+  // Across processes, only the first reads the parameter file; the others'
+  // values are replaced by its own below.
+  if (options.load.empty() || rank != 0) {
     net->initialize(init::Xavier(), devices);
   } else {
     net->load_parameters(options.load, devices);
   }
   nn::SoftmaxCrossEntropyLoss loss_function;
   nn::Trainer trainer(net->collect_params(), options.optimizer,
-                      {.learning_rate = options.learning_rate});
+                      {.learning_rate = options.learning_rate}, make_aggregator(options));
+  if (distributed) {
+    (*net)(zeros({1, 1, 28, 28}, DType::kFloat32, devices[0]));  // the deferred shapes
+    trainer.broadcast_parameters();  // every process starts from rank 0's weights
+  }
 
-  const bool progress = options.progress && isatty(STDERR_FILENO) != 0;
-  if (options.json) {
+  const bool progress = speaks && options.progress && isatty(STDERR_FILENO) != 0;
+  if (speaks && options.json) {
     fmt::print(
-        "{{\"framework\":\"tagflow\",\"model\":\"{}\",\"devices\":\"{}\",\"train_images\":{},"
-        "\"batch_size\":{},\"optimizer\":\"{}\",\"learning_rate\":{}}}\n",
-        options.model, devices_text(devices), train_data.dataset().size(), options.batch_size,
-        options.optimizer, options.learning_rate);
-  } else {
-    fmt::print("train: {} on {}, {} training and {} test images, batch {}, {} learning rate {}\n",
-               options.model, devices_text(devices), train_data.dataset().size(),
+        "{{\"framework\":\"tagflow\",\"model\":\"{}\",\"devices\":\"{}\",\"processes\":{},"
+        "\"train_images\":{},\"batch_size\":{},\"optimizer\":\"{}\",\"learning_rate\":{}}}\n",
+        options.model, devices_text(devices), process_count, train_data.dataset().size(),
+        options.batch_size, options.optimizer, options.learning_rate);
+  } else if (speaks) {
+    const std::string across =
+        distributed ? fmt::format(" in each of {} processes ({})", process_count, options.dist)
+                    : "";
+    fmt::print("train: {} on {}{}, {} training and {} test images, batch {}, {} learning rate {}\n",
+               options.model, devices_text(devices), across, train_data.dataset().size(),
                test_data.dataset().size(), options.batch_size, options.optimizer,
                options.learning_rate);
   }
@@ -237,7 +300,7 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
     const std::int64_t batches_per_epoch = train_data.size();
     std::optional<profiler::Scope> profiling;
     for (const data::Batch& batch : train_data) {
-      if (epoch == 0 && !options.profile.empty()) {
+      if (epoch == 0 && speaks && !options.profile.empty()) {
         profile_window(profiling, batches, options.profile);
       }
       // Each device takes its slice of the batch (copies on the copy
@@ -254,13 +317,14 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
         }
       }
       for (NDArray& l : losses) l.backward();
-      const std::int64_t n = batch.data.shape()[0];
-      trainer.step(n);  // gradients summed across devices, every copy updated
+      // Every process's batch has the same size: the global one is n.
+      const std::int64_t n = batch.data.shape()[0] * process_count;
+      trainer.step(n);  // gradients summed across devices and processes, every copy updated
       for (std::size_t d = 0; d < xs.size(); ++d) {
         total_loss[d] += sum(losses[d]);
         correct[d] += count_correct(scores[d].detach(), ys[d]);
       }
-      samples += n;
+      samples += batch.data.shape()[0];
       in_flight.push_back(losses);
       if (in_flight.size() > 2) {
         for (const NDArray& l : in_flight.front()) l.wait_to_read();
@@ -270,14 +334,18 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
       if (progress) draw_progress(batches, batches_per_epoch);
     }
     if (profiling) profile_window(profiling, kProfileEnd, options.profile);
+    const std::vector<double> totals = over_processes(
+        processes, {sum_on_host(total_loss), sum_on_host(correct), static_cast<double>(samples)});
     EpochResult result;
-    result.loss = sum_on_host(total_loss) / static_cast<double>(samples);
-    result.train_accuracy = sum_on_host(correct) / static_cast<double>(samples);
+    result.loss = totals[0] / totals[2];
+    result.train_accuracy = totals[1] / totals[2];
     result.seconds = seconds_since(start);
-    result.images_per_second = static_cast<double>(samples) / result.seconds;
+    result.images_per_second = totals[2] / result.seconds;
     if (progress) clear_progress();
-    result.test_accuracy = evaluate(*net, test_data, devices);
-    if (options.json) {
+    result.test_accuracy = test_accuracy(*net, test_data, devices, processes);
+    if (!speaks) {
+      // Quiet: rank 0 prints the figures of every process.
+    } else if (options.json) {
       fmt::print(
           "{{\"epoch\":{},\"loss\":{:.6f},\"train_accuracy\":{:.6f},\"test_accuracy\":{:.6f},"
           "\"seconds\":{:.4f},\"images_per_second\":{:.1f}}}\n",
@@ -295,11 +363,11 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
   }
   if (options.epochs == 0) {  // evaluation only, e.g. of loaded parameters
     EpochResult result;
-    result.test_accuracy = evaluate(*net, test_data, devices);
-    fmt::print("test acc {:.4f}\n", result.test_accuracy);
+    result.test_accuracy = test_accuracy(*net, test_data, devices, processes);
+    if (speaks) fmt::print("test acc {:.4f}\n", result.test_accuracy);
     results.push_back(result);
   }
-  if (!options.save.empty()) {
+  if (speaks && !options.save.empty()) {
     net->save_parameters(options.save);
     fmt::print("saved the parameters to {}\n", options.save.string());
   }

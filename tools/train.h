@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tagflow/nn/block.h"
+#include "tagflow/nn/mpi_communicator.h"
 
 namespace tagflow::tools {
 
@@ -44,6 +45,19 @@ struct TrainOptions {
   /// Print JSON lines (a header, then one per epoch) instead of text, for
   /// `tagflow bench train`; the same fields as tools/pytorch_train.py's.
   bool json = false;
+  /// Training across processes (`mpirun -np N tagflow train --dist mpi`):
+  /// "none", "mpi" (gradients summed over processes with MPI, in host
+  /// memory) or "nccl" (with NCCL between the GPUs of every process, set up
+  /// over MPI). Each process trains on its shard of every batch:
+  /// `batch_size` is the global batch, split across processes, then across
+  /// each process's devices. Only rank 0 prints, profiles and saves; the
+  /// figures it prints are summed over every process.
+  std::string dist = "none";
+  /// The processes, with `dist` other than "none" (the tool passes
+  /// MpiCommunicator::world()).
+  std::shared_ptr<nn::MpiCommunicator> processes;
+  /// With "mpi": gradients travel in messages of about this many bytes.
+  std::int64_t bucket_bytes = 1 << 20;
 };
 
 /// The device list of `--devices`: "all" (every GPU, else cpu(0)) or names

@@ -111,6 +111,8 @@ TEST(MpiCommunicatorTest, RanksAreNumberedFromZeroAndKnowTheJobsSize) {
   ASSERT_EQ(ranks.size(), static_cast<std::size_t>(world.size()));
   for (int r = 0; r < world.size(); ++r) EXPECT_EQ(ranks[static_cast<std::size_t>(r)], r);
   EXPECT_FALSE(world.host().empty());
+  // mpirun starts every process of the tests on this machine.
+  EXPECT_EQ(world.local_size(), world.size());
   EXPECT_FALSE(world.broken());
 }
 
