@@ -210,6 +210,7 @@ struct Collective {
   void pack() {
     std::byte* at = request->message.data();
     for (const NDArray& a : arrays) {
+      if (a.nbytes() == 0) continue;  // an empty array may have no memory at all
       std::memcpy(at, a.raw_data(), a.nbytes());
       at += a.nbytes();
     }
@@ -219,6 +220,7 @@ struct Collective {
   static void unpack(const Request& r, const std::vector<NDArray>& arrays) {
     const std::byte* at = r.message.data();
     for (const NDArray& a : arrays) {
+      if (a.nbytes() == 0) continue;
       std::memcpy(a.raw_data(), at, a.nbytes());
       at += a.nbytes();
     }
@@ -355,12 +357,13 @@ std::vector<double> MpiCommunicator::sum(std::span<const double> values) {
   r->kind = Kind::kAllreduce;
   r->type = MPI_DOUBLE;
   r->count = static_cast<int>(values.size());
-  r->message.resize(values.size_bytes());
-  std::memcpy(r->message.data(), values.data(), values.size_bytes());
+  const std::span<const std::byte> bytes = std::as_bytes(values);
+  r->message.assign(bytes.begin(), bytes.end());
   r->what = fmt::format("sum of {} values", values.size());
   std::vector<double> result(values.size());
   state_->run_blocking(std::move(r), [&result](Request& done) {
-    std::memcpy(result.data(), done.message.data(), result.size() * sizeof(double));
+    std::copy_n(done.message.data(), done.message.size(),
+                reinterpret_cast<std::byte*>(result.data()));
   });
   return result;
 }
@@ -376,7 +379,8 @@ std::vector<std::int64_t> MpiCommunicator::gather(std::int64_t value) {
   r->what = "gather of one value per process";
   std::vector<std::int64_t> result(static_cast<std::size_t>(state_->size));
   state_->run_blocking(std::move(r), [&result](Request& done) {
-    std::memcpy(result.data(), done.received.data(), done.received.size());
+    std::copy_n(done.received.data(), done.received.size(),
+                reinterpret_cast<std::byte*>(result.data()));
   });
   return result;
 }
@@ -396,7 +400,7 @@ void MpiCommunicator::broadcast_bytes(std::span<std::byte> bytes, int root) {
   r->message.assign(bytes.begin(), bytes.end());
   r->what = fmt::format("broadcast of {} bytes from rank {}", bytes.size(), root);
   state_->run_blocking(std::move(r), [bytes](Request& done) {
-    std::memcpy(bytes.data(), done.message.data(), bytes.size());
+    std::copy_n(done.message.data(), bytes.size(), bytes.data());
   });
 }
 
