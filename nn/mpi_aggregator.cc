@@ -17,6 +17,13 @@ void mix(std::uint64_t& hash, std::uint64_t value) {
   }
 }
 
+/// Throws unless `array` fits in one message.
+void check_message_size(const NDArray& array, int key, const char* who) {
+  TAGFLOW_CHECK(array.nbytes() <= static_cast<std::uint64_t>(kMaxMessageBytes),
+                "{}: parameter {} has {} bytes, more than the {} one MPI message carries here", who,
+                key, array.nbytes(), kMaxMessageBytes);
+}
+
 /// The copy whose device holds the process's result: the first in host
 /// memory (its result needs no staging), else one that rotates with the key.
 std::size_t result_copy(std::span<const NDArray> copies, int key) {
@@ -32,8 +39,16 @@ MpiAggregator::MpiAggregator(std::shared_ptr<MpiCommunicator> processes,
                              MpiAggregatorOptions options)
     : processes_(std::move(processes)), options_(options), running_hash_(kHashStart) {
   TAGFLOW_CHECK(processes_ != nullptr, "MpiAggregator: expected a communicator, got null");
-  TAGFLOW_CHECK(options_.bucket_bytes >= 1, "MpiAggregator: expected bucket_bytes >= 1, got {}",
+  TAGFLOW_CHECK(options_.bucket_bytes >= 1 && options_.bucket_bytes <= kMaxMessageBytes,
+                "MpiAggregator: expected bucket_bytes in [1, {}], got {}", kMaxMessageBytes,
                 options_.bucket_bytes);
+}
+
+void MpiAggregator::check_in_step(const char* who) const {
+  TAGFLOW_CHECK_AS(CommunicationError, failure_.empty(),
+                   "{}: an earlier call failed midway ({}), so the processes are out of step; "
+                   "end the job",
+                   who, failure_);
 }
 
 NDArray MpiAggregator::host_array(const NDArray& sum, int key) {
@@ -46,35 +61,51 @@ NDArray MpiAggregator::host_array(const NDArray& sum, int key) {
 }
 
 void MpiAggregator::allreduce(std::span<const NDArray> copies, int key) {
-  check_aggregation_input(copies, key, "MpiAggregator::allreduce");
+  const char* who = "MpiAggregator::allreduce";
+  check_in_step(who);
+  check_aggregation_input(copies, key, who);
   TAGFLOW_CHECK(copies[0].dtype() != DType::kUInt8,
-                "MpiAggregator::allreduce: expected float32, int32 or int64 gradients, got uint8 "
-                "(key {})",
-                key);
-  const PriorityScope urgent(kCommunicationPriority);
-  const std::size_t n = copies.size();
-  const std::size_t root = result_copy(copies, key);
-  NDArray sum = copies[root];
-  for (std::size_t i = 1; i < n; ++i) sum += copies[(root + i) % n].copyto(sum.context());
-  Entry entry{{copies.begin(), copies.end()}, root, host_array(sum, key)};
-  if (!entry.host.same_as(sum)) sum.copyto(entry.host);
-  add(Kind::kSum, std::move(entry), key);
+                "{}: expected float32, int32 or int64 gradients, got uint8 (key {})", who, key);
+  check_message_size(copies[0], key, who);
+  try {
+    const PriorityScope urgent(kCommunicationPriority);
+    const std::size_t n = copies.size();
+    const std::size_t root = result_copy(copies, key);
+    NDArray sum = copies[root];
+    for (std::size_t i = 1; i < n; ++i) sum += copies[(root + i) % n].copyto(sum.context());
+    Entry entry{{copies.begin(), copies.end()}, root, host_array(sum, key)};
+    if (!entry.host.same_as(sum)) sum.copyto(entry.host);
+    add(Kind::kSum, std::move(entry), key);
+  } catch (const std::exception& e) {
+    failure_ = e.what();
+    throw;
+  }
 }
 
 void MpiAggregator::broadcast(std::span<const NDArray> copies, int key) {
-  check_aggregation_input(copies, key, "MpiAggregator::broadcast");
-  const PriorityScope urgent(kCommunicationPriority);
-  const std::size_t root = result_copy(copies, key);
-  Entry entry{{copies.begin(), copies.end()}, root, host_array(copies[root], key)};
-  if (processes_->rank() == 0 && !entry.host.same_as(copies[root])) {
-    copies[root].copyto(entry.host);
+  const char* who = "MpiAggregator::broadcast";
+  check_in_step(who);
+  check_aggregation_input(copies, key, who);
+  check_message_size(copies[0], key, who);
+  try {
+    const PriorityScope urgent(kCommunicationPriority);
+    const std::size_t root = result_copy(copies, key);
+    Entry entry{{copies.begin(), copies.end()}, root, host_array(copies[root], key)};
+    if (processes_->rank() == 0 && !entry.host.same_as(copies[root])) {
+      copies[root].copyto(entry.host);
+    }
+    add(Kind::kBroadcast, std::move(entry), key);
+  } catch (const std::exception& e) {
+    failure_ = e.what();
+    throw;
   }
-  add(Kind::kBroadcast, std::move(entry), key);
 }
 
 void MpiAggregator::add(Kind kind, Entry entry, int key) {
   const NDArray& host = entry.host;
-  if (!open_.entries.empty() && (open_.kind != kind || open_.dtype != host.dtype())) {
+  if (!open_.entries.empty() &&
+      (open_.kind != kind || open_.dtype != host.dtype() ||
+       open_.bytes + host.nbytes() > static_cast<std::uint64_t>(kMaxMessageBytes))) {
     close_bucket();
   }
   open_.kind = kind;
@@ -101,6 +132,16 @@ void MpiAggregator::close_bucket() {
 }
 
 void MpiAggregator::flush() {
+  check_in_step("MpiAggregator::flush");
+  try {
+    send_held();
+  } catch (const std::exception& e) {
+    failure_ = e.what();
+    throw;
+  }
+}
+
+void MpiAggregator::send_held() {
   close_bucket();
   const std::uint64_t hash = running_hash_;
   running_hash_ = kHashStart;

@@ -33,7 +33,13 @@
 // running hash has not been seen before is held back until flush(), which
 // compares the hashes of all processes once (a blocking gather) and throws
 // CommunicationError if they differ. The first step is checked this way;
-// later steps, the same sequence, send each bucket as soon as it is full.
+// later steps, the same sequence, send each bucket as soon as it is full. So
+// what is caught is processes that differ from the start; a process that
+// changes what it aggregates later on (freezes a parameter mid-training)
+// while the others do not is not: the collectives then mismatch until the
+// timeout. Any failure midway through a call (a check, an allocation) leaves
+// the processes out of step: the aggregator refuses every later call, and
+// the program should end the job (MpiCommunicator::abort).
 
 #include <cstdint>
 #include <map>
@@ -50,14 +56,20 @@ namespace tagflow::nn {
 
 struct MpiAggregatorOptions {
   /// Gradients are packed into messages of at least this many bytes (a
-  /// larger gradient travels alone). Smaller buckets start communicating
-  /// earlier during backward; larger ones pay the latency fewer times.
+  /// larger gradient travels alone), at most kMaxMessageBytes. Smaller
+  /// buckets start communicating earlier during backward; larger ones pay
+  /// the latency fewer times.
   std::int64_t bucket_bytes = 1 << 20;
 };
 
+/// The largest message MpiAggregator sends (MPI counts are int): a bucket
+/// closes before it would grow beyond, and a larger parameter is refused.
+inline constexpr std::int64_t kMaxMessageBytes = std::int64_t{1} << 30;
+
 class MpiAggregator final : public GradientAggregator {
  public:
-  /// Throws tagflow::Error for a null communicator or a bucket size < 1.
+  /// Throws tagflow::Error for a null communicator or a bucket size outside
+  /// [1, kMaxMessageBytes].
   explicit MpiAggregator(std::shared_ptr<MpiCommunicator> processes,
                          MpiAggregatorOptions options = {});
 
@@ -66,7 +78,8 @@ class MpiAggregator final : public GradientAggregator {
   /// the sum back until the bucket is full or flush() is called. float32,
   /// int32 or int64.
   void allreduce(std::span<const NDArray> copies, int key) override;
-  /// Every copy, in every process, ends holding process 0's copies[0].
+  /// Every copy, in every process, ends holding process 0's values: those of
+  /// its first copy in host memory, or else of copies[key % copies.size()].
   void broadcast(std::span<const NDArray> copies, int key) override;
   /// Sends the open bucket, and those held back for checking (Note
   /// [Checking the processes agree]); throws CommunicationError when the
@@ -74,7 +87,9 @@ class MpiAggregator final : public GradientAggregator {
   void flush() override;
   std::string name() const override { return "mpi"; }
 
+  /// The processes it sums over.
   MpiCommunicator& communicator() const { return *processes_; }
+  /// The options it was made with.
   const MpiAggregatorOptions& options() const { return options_; }
 
  private:
@@ -96,7 +111,11 @@ class MpiAggregator final : public GradientAggregator {
   /// The host array that carries `sum` (itself when it is in host memory).
   NDArray host_array(const NDArray& sum, int key);
   void add(Kind kind, Entry entry, int key);
+  /// Throws once a call has failed midway (Note [Checking the processes agree]).
+  void check_in_step(const char* who) const;
   void close_bucket();
+  /// flush() without the guard.
+  void send_held();
   void send(Bucket& bucket);
 
   std::shared_ptr<MpiCommunicator> processes_;
@@ -111,6 +130,8 @@ class MpiAggregator final : public GradientAggregator {
   std::set<std::uint64_t> checked_hashes_;
   /// Host memory for the sums of parameters whose copies are all on GPUs.
   std::map<int, NDArray> staging_;
+  /// What failed midway through a call, leaving the processes out of step.
+  std::string failure_;
 };
 
 }  // namespace tagflow::nn

@@ -116,11 +116,14 @@ MpiCommunicator::~MpiCommunicator() {
   s.wake.notify_one();
   s.thread.join();  // returns once every ticket handed out has been issued and has ended
   if (s.broken.load(std::memory_order_acquire)) {
-    // Finalising waits for the other processes, which may be gone.
+    // Finalising waits for the other processes, which may be gone; and MPI
+    // may still write into the messages of abandoned collectives, so they
+    // are left allocated.
     spdlog::warn(
         "MpiCommunicator (rank {} of {}): MPI is left unfinalised: the communicator broke "
         "down ({})",
         s.rank, s.size, s.broken_reason);
+    for (std::unique_ptr<Request>& request : s.abandoned) (void)request.release();
     return;
   }
   MPI_Comm_free(&s.comm);

@@ -13,10 +13,10 @@
 // kCommunicationPriority, on the arrays' host device. When the arrays are
 // ready a worker packs them into one message (a bucket: small arrays share
 // the latency of one collective), hands it to the communication thread and
-// returns; that thread, the only one calling MPI after start-up, issues the
-// non-blocking collective, polls it (MPI_Test drives the progress of
-// non-blocking collectives), unpacks the result into the arrays and
-// completes the operation. No engine worker ever waits for another process,
+// returns; that thread, the only one calling MPI after start-up (but for
+// abort()), issues the non-blocking collective, polls it (MPI_Test drives
+// the progress of non-blocking collectives), unpacks the result into the
+// arrays and completes the operation. No engine worker ever waits for another process,
 // and the work that does not depend on the sum runs meanwhile.
 //
 // Note [Issue order]
@@ -100,8 +100,10 @@ class MpiCommunicator {
   /// MPI cannot start, tagflow::Error for bad options.
   static std::shared_ptr<MpiCommunicator> world(MpiOptions options = {});
 
-  /// Waits for the collectives called so far (each finishes or times out),
-  /// then stops the communication thread.
+  /// Waits for the collectives called so far (each finishes or times out
+  /// once its engine operation has run or been skipped: destroying the
+  /// communicator while an operation it pushed cannot run blocks), then
+  /// stops the communication thread.
   ~MpiCommunicator();
   MpiCommunicator(const MpiCommunicator&) = delete;
   MpiCommunicator& operator=(const MpiCommunicator&) = delete;
@@ -114,6 +116,7 @@ class MpiCommunicator {
   int local_size() const;
   /// This machine's name as MPI knows it.
   const std::string& host() const;
+  /// The options it was made with.
   const MpiOptions& options() const;
 
   /// Pushes an operation that makes every array hold its element-wise sum
@@ -144,8 +147,10 @@ class MpiCommunicator {
   /// Returns once every process has called it. Blocks, as sum().
   void barrier();
 
-  /// Ends every process of the job with `code` (MPI_Abort): for a failure
-  /// the other processes could not learn otherwise. Does not return.
+  /// Ends every process of the job with `code` (MPI_Abort, called from this
+  /// thread, while the communication thread may be inside MPI: MPI allows it
+  /// with MPI_THREAD_MULTIPLE, which Open MPI gives): for a failure the other
+  /// processes could not learn otherwise. Does not return.
   [[noreturn]] void abort(int code);
 
   /// True once a collective failed by an MPI error or a timeout: every later

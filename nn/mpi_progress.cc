@@ -34,7 +34,6 @@ MPI_Datatype mpi_type(DType dtype) {
   detail::throw_error("MpiCommunicator: no MPI type for dtype {}", dtype_name(dtype));
 }
 
-/// Writes 1 or 0 as one element of `dtype` at `at` (the message's flag).
 void store_flag(std::byte* at, DType dtype, bool sound) {
   switch (dtype) {
     case DType::kFloat32: {
@@ -58,8 +57,6 @@ void store_flag(std::byte* at, DType dtype, bool sound) {
   }
 }
 
-/// The flag element at `at` read back as an integer (the number of processes
-/// whose input was sound, after a sum).
 std::int64_t load_flag(const std::byte* at, DType dtype) {
   switch (dtype) {
     case DType::kFloat32: {

@@ -110,10 +110,10 @@ struct MpiCommunicator::State {
   }
 
   void hand_over(std::unique_ptr<mpi::Request> request) {
-    {
-      std::lock_guard lock(mutex);
-      handed_over.emplace(request->ticket, std::move(request));
-    }
+    // Notified under the lock: once it is released, the communication thread
+    // may take the request, end it, and let the communicator be destroyed.
+    std::lock_guard lock(mutex);
+    handed_over.emplace(request->ticket, std::move(request));
     wake.notify_one();
   }
 

@@ -46,8 +46,8 @@ void Trainer::broadcast_parameters() {
   check_initialized();
   std::size_t index = 0;
   for (const ParameterPtr& p : params_) {
-    if (p->grad_req() != GradReq::kNull)
-      aggregator_->broadcast(p->list_data(), static_cast<int>(index));
+    // Frozen parameters too (BatchNorm's running statistics, loaded weights).
+    if (p->initialized()) aggregator_->broadcast(p->list_data(), static_cast<int>(index));
     ++index;
   }
   aggregator_->flush();

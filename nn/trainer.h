@@ -62,10 +62,12 @@ class Trainer {
   /// an aggregator across processes. For work between the sum and the
   /// update, e.g. clipping by the global norm; then call update(), not
   /// step(). Throws if called twice without an update between. The first
-  /// call broadcasts the parameters first, unless broadcast_parameters() ran.
+  /// call broadcasts the parameters first, unless broadcast_parameters() ran
+  /// (processes initialised differently then make their first update from
+  /// gradients of their own weights: call broadcast_parameters() yourself).
   void allreduce_grads();
-  /// Makes every process's parameters equal to process 0's (the
-  /// aggregator's broadcast); returns at once. With several processes, call
+  /// Makes every process's parameters (frozen ones included) equal to
+  /// process 0's (the aggregator's broadcast); returns at once. With several processes, call
   /// it once the parameters are initialized (after a first forward when
   /// their shapes are inferred) and before training, so that the first
   /// gradients are computed from the same weights everywhere. Within one

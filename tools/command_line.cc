@@ -115,7 +115,7 @@ CommandLine::Parts::Parts() {
   train
       ->add_option("--bucket-kb", bucket_kb,
                    "With --dist mpi: gradients travel in messages of about this many KiB")
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
+      ->check(CLI::Range(std::int64_t{1}, nn::kMaxMessageBytes >> 10))
       ->capture_default_str();
 
   profile = app.add_subcommand(

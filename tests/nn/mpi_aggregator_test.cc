@@ -163,7 +163,12 @@ TEST(MpiAggregatorTest, ProcessesThatAggregateDifferentArraysAreStoppedBeforeSen
         << error;
     EXPECT_NE(error.find(fmt::format("rank {}", world.size() - 1)), std::string::npos) << error;
   }
-  // Nothing was sent: the communicator still pairs collectives up.
+  // The aggregator refuses to go on (its processes are out of step)...
+  if (world.size() > 1) {
+    EXPECT_NE(error_of([&] { aggregator.allreduce(std::span(&a, 1), 0); }).find("out of step"),
+              std::string::npos);
+  }
+  // ... but nothing was sent: the communicator still pairs collectives up.
   EXPECT_FALSE(world.broken());
   const std::vector<double> ones = world.sum(std::vector<double>{1.0});
   EXPECT_EQ(ones[0], world.size());
@@ -171,8 +176,32 @@ TEST(MpiAggregatorTest, ProcessesThatAggregateDifferentArraysAreStoppedBeforeSen
             std::string::npos);
   EXPECT_NE(error_of([&] {
               nn::MpiAggregator(world_pointer(), {.bucket_bytes = 0});
-            }).find("expected bucket_bytes >= 1, got 0"),
+            }).find("expected bucket_bytes in [1, 1073741824], got 0"),
             std::string::npos);
+}
+
+TEST(MpiAggregatorTest, BroadcastParametersReachesFrozenParametersToo) {
+  nn::MpiCommunicator& world = mpi_world();
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(nn::Dense(4), nn::BatchNorm());  // BatchNorm's running statistics have no gradient
+  net->initialize(init::Xavier(), {cpu(0), gpu(1)});
+  (*net)(zeros({2, 3}));  // the shapes
+  const double mine = 1.0 + world.rank();
+  for (const ParameterPtr& p : net->collect_params()) {
+    p->set_data(full(p->shape(), mine, DType::kFloat32, cpu(0)));
+  }
+  nn::Trainer trainer(net->collect_params(), "sgd", {},
+                      std::make_shared<nn::MpiAggregator>(world_pointer()));
+  trainer.broadcast_parameters();
+  int frozen = 0;
+  for (const ParameterPtr& p : net->collect_params()) {
+    frozen += p->grad_req() == GradReq::kNull ? 1 : 0;
+    for (Context c : {cpu(0), gpu(1)}) {
+      const std::vector<float> values = p->data(c).to_vector<float>();
+      EXPECT_EQ(values, std::vector<float>(values.size(), 1.f)) << p->name() << " on " << c.str();
+    }
+  }
+  EXPECT_EQ(frozen, 2);
 }
 
 // --- training across processes ---------------------------------------------------

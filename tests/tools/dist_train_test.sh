@@ -2,7 +2,7 @@
 # `tagflow train --dist mpi` under mpirun, end to end (ctest runs each case):
 #   same     2 processes train as 1 process with the same global batch
 #   killed   a rank killed mid-training ends the job with an error
-#   stopped  a rank that stops answering: the others time out and end the job
+#   stopped  a rank that stops answering: the others time out (10 s) and end the job
 #   failing  a rank that fails at start-up ends the job at once, saying why
 # Usage: dist_train_test.sh CASE TAGFLOW_BINARY
 set -euo pipefail
@@ -10,7 +10,13 @@ set -euo pipefail
 case_name=$1
 tagflow=$2
 work=$(mktemp -d)
-trap 'kill -CONT $(cat "$work"/pids 2>/dev/null) 2>/dev/null || true; rm -rf "$work"' EXIT
+# Whatever happens, no process of a job outlives the test (a stopped one included).
+cleanup() {
+  for pid in $(cat "$work"/pids 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
+  [ -z "${job:-}" ] || kill -9 "$job" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpirun=(mpirun --oversubscribe)
 train=(train --limit 2048 --no-progress --workers 1)
@@ -54,12 +60,16 @@ wait_for_job() {
   fail "the job did not end within $limit s"
 }
 
-# Waits until the first epoch's training has visibly started (a few batches
-# done), so that the ranks are inside collectives.
+# Waits until rank 0 has printed its first epoch: the ranks are training,
+# inside collectives, from then on.
 wait_for_training() {
-  local pid=$1
-  sleep 3
-  kill -0 "$pid" 2>/dev/null || fail "the job ended before it could be disturbed"
+  local job=$1
+  for _ in $(seq 1200); do
+    grep -q '^epoch' "$work"/out 2>/dev/null && return 0
+    kill -0 "$job" 2>/dev/null || fail "the job ended before it could be disturbed"
+    sleep 0.1
+  done
+  fail "no epoch ended within 120 s"
 }
 
 loss_of() { sed -n 's/^epoch  1\/1: loss \([0-9.]*\),.*/\1/p' "$1"; }
@@ -79,7 +89,7 @@ case "$case_name" in
     echo "same: 1 process loss $one, 2 processes loss $two"
     ;;
   killed)
-    "${mpirun[@]}" -np 2 "$tagflow" "${train[@]}" --epochs 50 --dist mpi --dist-timeout 60 \
+    "${mpirun[@]}" -np 2 "$tagflow" "${train[@]}" --epochs 200 --dist mpi --dist-timeout 60 \
       >"$work"/out 2>"$work"/err &
     job=$!
     victim=$(pid_of_rank 1 "$job") || exit 1
@@ -93,7 +103,7 @@ case "$case_name" in
     echo "killed: the job ended with status $status"
     ;;
   stopped)
-    "${mpirun[@]}" -np 2 "$tagflow" "${train[@]}" --epochs 50 --dist mpi --dist-timeout 3 \
+    "${mpirun[@]}" -np 2 "$tagflow" "${train[@]}" --epochs 200 --dist mpi --dist-timeout 10 \
       >"$work"/out 2>"$work"/err &
     job=$!
     victim=$(pid_of_rank 1 "$job") || exit 1
@@ -102,7 +112,7 @@ case "$case_name" in
     kill -STOP "$victim"
     wait_for_job 60 "$job"
     [ "$status" -ne 0 ] || fail "the job ended with status 0"
-    grep -q "did not complete within 3 s" "$work"/err || fail "rank 0 did not report the timeout"
+    grep -q "did not complete within 10 s" "$work"/err || fail "rank 0 did not report the timeout"
     grep -q "tagflow: rank 0 of 2:" "$work"/err || fail "rank 0 did not end with its error"
     echo "stopped: rank 0 timed out and the job ended with status $status"
     ;;
