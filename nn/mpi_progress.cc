@@ -132,7 +132,7 @@ void MpiCommunicator::State::issue(std::unique_ptr<Request> request) {
   void* data = request->message.data();
   switch (request->kind) {
     case Kind::kAllreduce:
-      status = MPI_Iallreduce(MPI_IN_PLACE, data, request->count, request->type, request->op, comm,
+      status = MPI_Iallreduce(MPI_IN_PLACE, data, request->count, request->type, MPI_SUM, comm,
                               &request->handle);
       break;
     case Kind::kBroadcast:

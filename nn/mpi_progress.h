@@ -47,7 +47,6 @@ struct Request {
   std::uint64_t ticket = 0;
   Kind kind = Kind::kBarrier;
   MPI_Datatype type = MPI_BYTE;
-  MPI_Op op = MPI_SUM;
   int count = 0;  ///< elements of `type` in the message, flag included
   int root = 0;
   std::vector<std::byte> message;
