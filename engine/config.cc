@@ -1,4 +1,4 @@
-#include "tagflow/engine/config.h"
+#include "engine/config.h"
 
 #include <charconv>
 #include <csignal>
@@ -6,7 +6,7 @@
 #include <string_view>
 #include <thread>
 
-#include "tagflow/engine/error.h"
+#include "engine/error.h"
 
 namespace tagflow {
 

@@ -1,9 +1,9 @@
-#include "tagflow/engine/context.h"
+#include "engine/context.h"
 
 #include <charconv>
 #include <ostream>
 
-#include "tagflow/engine/error.h"
+#include "engine/error.h"
 
 namespace tagflow {
 

@@ -1,4 +1,4 @@
-#include "tagflow/engine/dependency_state.h"
+#include "engine/dependency_state.h"
 
 #include <algorithm>
 #include <unordered_set>

@@ -1,4 +1,4 @@
-#include "tagflow/engine/dump_signal.h"
+#include "engine/dump_signal.h"
 
 #include <semaphore.h>
 #include <unistd.h>
@@ -14,8 +14,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "tagflow/engine/engine.h"
-#include "tagflow/engine/error.h"
+#include "engine/engine.h"
+#include "engine/error.h"
 
 namespace tagflow {
 

@@ -1,4 +1,4 @@
-#include "tagflow/engine/engine.h"
+#include "engine/engine.h"
 
 #include <mutex>
 #include <set>
@@ -6,12 +6,12 @@
 
 #include <spdlog/spdlog.h>
 
-#include "tagflow/engine/dump_signal.h"
-#include "tagflow/engine/error.h"
-#include "tagflow/engine/naive_engine.h"
-#include "tagflow/engine/threaded_engine.h"
-#include "tagflow/engine/watchdog.h"
-#include "tagflow/engine/worker_pool.h"
+#include "engine/detail/naive_engine.h"
+#include "engine/detail/threaded_engine.h"
+#include "engine/detail/worker_pool.h"
+#include "engine/dump_signal.h"
+#include "engine/error.h"
+#include "engine/watchdog.h"
 
 namespace tagflow {
 

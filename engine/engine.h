@@ -27,11 +27,11 @@
 #include <utility>
 #include <vector>
 
-#include "tagflow/engine/config.h"
-#include "tagflow/engine/context.h"
-#include "tagflow/engine/dependency_state.h"
-#include "tagflow/engine/operation.h"
-#include "tagflow/engine/stream.h"
+#include "engine/config.h"
+#include "engine/context.h"
+#include "engine/dependency_state.h"
+#include "engine/gpu_info.h"
+#include "engine/operation.h"
 
 namespace tagflow {
 
@@ -89,7 +89,7 @@ class Engine {
   /// The configuration the engine was built with.
   virtual const EngineConfig& config() const = 0;
   /// GPUs this engine schedules on (real or simulated), in index order.
-  virtual const std::vector<detail::GpuInfo>& gpus() const = 0;
+  virtual const std::vector<GpuInfo>& gpus() const = 0;
   /// One line on where the GPUs come from, e.g. "no GPU: CUDA driver not found".
   virtual std::string device_status() const = 0;
   /// Number of GPUs (real or simulated).

@@ -1,4 +1,4 @@
-#include "tagflow/engine/error.h"
+#include "engine/error.h"
 
 namespace tagflow {
 

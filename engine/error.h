@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "tagflow/engine/context.h"
+#include "engine/context.h"
 
 namespace tagflow {
 

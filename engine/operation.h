@@ -7,16 +7,17 @@
 #include <type_traits>
 #include <utility>
 
-#include "tagflow/engine/context.h"
-#include "tagflow/engine/inline_function.h"
-#include "tagflow/engine/small_vector.h"
+#include "engine/context.h"
+#include "engine/inline_function.h"
+#include "engine/small_vector.h"
 
 namespace tagflow {
+
+class Stream;
 
 namespace detail {
 struct VarBlock;
 struct OpBlock;
-class Stream;
 }  // namespace detail
 
 /// Opaque handle to an engine variable (a dependency tag).
@@ -34,7 +35,7 @@ struct RunContext {
   Context ctx;
   /// The device stream the operation's work is enqueued on (GPUs, real or
   /// simulated); null on CPU devices.
-  detail::Stream* stream = nullptr;
+  Stream* stream = nullptr;
   /// Index of the worker within its device pool.
   int worker = 0;
 };

@@ -1,4 +1,4 @@
-#include "tagflow/engine/profiler.h"
+#include "engine/profiler.h"
 
 #include <chrono>
 #include <fstream>
@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tagflow/engine/error.h"
-#include "tagflow/engine/profile_marks.h"
+#include "engine/detail/profile_marks.h"
+#include "engine/error.h"
 
 namespace tagflow {
 

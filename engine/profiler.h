@@ -30,8 +30,8 @@
 #include <string>
 #include <vector>
 
-#include "tagflow/engine/context.h"
-#include "tagflow/engine/operation.h"
+#include "engine/context.h"
+#include "engine/operation.h"
 
 namespace tagflow::profiler {
 

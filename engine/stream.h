@@ -1,22 +1,36 @@
 #pragma once
-// Stream: the thin device-backend interface the engine drives. A stream is an
-// in-order queue of device work; a sequence number returned by `record()`
-// marks a point in it (a CUDA event on real GPUs, a counter on simulated
-// ones). See Note [Completion on device queues] in threaded_engine.h.
+// Stream: an in-order queue of device work, as an operation on a GPU sees it
+// in RunContext::stream. Its work goes into the stream and the operation
+// returns; the engine tracks when it finishes:
+//
+//   engine.push({.name = "fill", .ctx = gpu(0), .writes = {x},
+//                .fn = [=](const RunContext& rc) {
+//                  if (void* cuda = rc.stream->native_handle()) {
+//                    my_kernel<<<blocks, threads, 0, static_cast<cudaStream_t>(cuda)>>>(...);
+//                  } else {                           // a simulated GPU
+//                    rc.stream->enqueue_host([=] { fill_on_host(...); });
+//                  }
+//                }});
+//
+// The rest is the thin device-backend interface the engine drives: a
+// sequence number returned by `record()` marks a point in the stream (a CUDA
+// event on real GPUs, a counter on simulated ones). See Note [Completion on
+// device queues] in engine/detail/threaded_engine.h.
 
 #include <cstdint>
 #include <exception>
 #include <string>
 
-#include "tagflow/engine/context.h"
-#include "tagflow/engine/inline_function.h"
-#include "tagflow/engine/operation.h"
+#include "engine/context.h"
+#include "engine/gpu_info.h"
+#include "engine/inline_function.h"
+#include "engine/operation.h"
 
-namespace tagflow::detail {
+namespace tagflow {
 
 class Stream {
  public:
-  using HostFunction = InlineFunction<void(), 48>;
+  using HostFunction = detail::InlineFunction<void(), 48>;
 
   Stream(Context ctx, QueueKind kind) : ctx_(ctx), kind_(kind) {}
   virtual ~Stream() = default;
@@ -58,6 +72,8 @@ class Stream {
   QueueKind kind_;
 };
 
+namespace detail {
+
 /// A point in a stream: finished once the stream has passed `seq`.
 struct Fence {
   Stream* stream = nullptr;
@@ -65,14 +81,6 @@ struct Fence {
   explicit operator bool() const { return stream != nullptr; }
 };
 
-/// What `tagflow info` and `num_gpus()` report about one GPU.
-struct GpuInfo {
-  int index = 0;
-  std::string name;
-  std::uint64_t total_memory = 0;
-  int compute_major = 0;
-  int compute_minor = 0;
-  bool simulated = false;
-};
+}  // namespace detail
 
-}  // namespace tagflow::detail
+}  // namespace tagflow

@@ -1,8 +1,8 @@
-#include "tagflow/engine/watchdog.h"
+#include "engine/watchdog.h"
 
 #include <algorithm>
 
-#include "tagflow/engine/error.h"
+#include "engine/error.h"
 
 namespace tagflow {
 

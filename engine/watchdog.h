@@ -19,7 +19,7 @@
 #include <mutex>
 #include <thread>
 
-#include "tagflow/engine/engine.h"
+#include "engine/engine.h"
 
 namespace tagflow {
 

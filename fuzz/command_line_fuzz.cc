@@ -11,8 +11,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "fuzz_support.h"
-#include "tagflow/engine/error.h"
+#include "engine/error.h"
+#include "fuzz/fuzz_support.h"
 #include "tools/command_line.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

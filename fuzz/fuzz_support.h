@@ -5,8 +5,8 @@
 //
 //   static FuzzInputFile file("input.safetensors");
 //   file.write(data, size);
-//   try { load_safetensors(file.path()); }
-//   catch (const ParameterFileError&) {}                 // the documented refusal
+//   try { io::load_safetensors(file.path()); }
+//   catch (const io::FileError&) {}                 // the documented refusal
 //   catch (...) { report_unexpected_exception("load_safetensors"); }
 
 #include <cxxabi.h>

@@ -6,7 +6,7 @@
 //      (the IDX bytes start at input[2]);
 //   3  gzip-compressed here as two members, split at input[1] / 256 of the
 //      IDX bytes (which start at input[2]); gzip readers take both.
-// Every file must either be read or be refused with a DataError. When the
+// Every file must either be read or be refused with a io::FileError. When the
 // IDX bytes are known (every mode but raw gzip bytes), an independent
 // decoder below says what must happen: a valid file gives exactly its shape,
 // dtype and values; an invalid or cut-short one is refused.
@@ -25,8 +25,8 @@
 
 #include <fmt/format.h>
 
-#include "fuzz_support.h"
-#include "tagflow/nn/idx.h"
+#include "fuzz/fuzz_support.h"
+#include "nn/io/idx.h"
 
 namespace tagflow::fuzz {
 namespace {
@@ -52,8 +52,8 @@ Bytes gzip(const std::uint8_t* data, std::size_t size) {
 }
 
 /// What an IDX file holds, decoded independently of the reader: its dtype,
-/// shape and values (as the bytes of the array read_idx must give), or why
-/// read_idx must refuse it.
+/// shape and values (as the bytes of the array io::read_idx must give), or why
+/// io::read_idx must refuse it.
 struct Expected {
   std::optional<std::string> refusal;
   DType dtype = DType::kUInt8;
@@ -238,7 +238,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string error;
   try {
     read = tagflow::read_idx(input.path());
-  } catch (const tagflow::DataError& e) {
+  } catch (const tagflow::io::FileError& e) {
     error = e.what();
   } catch (...) {
     report_unexpected_exception("read_idx");

@@ -1,6 +1,6 @@
 // Fuzzes the safetensors reader (nn/safetensors.h). Every input, as a file,
-// must either load or be refused with a ParameterFileError; beyond that:
-// - safetensors_metadata and load_safetensors agree: both succeed, or both
+// must either load or be refused with a io::FileError; beyond that:
+// - io::safetensors_metadata and io::load_safetensors agree: both succeed, or both
 //   refuse the file with the same message;
 // - a loaded file's tensors come sorted by distinct name, on cpu(0), hold
 //   the bytes their data_offsets give (read here with nlohmann's DOM
@@ -20,8 +20,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "fuzz_support.h"
-#include "tagflow/nn/safetensors.h"
+#include "fuzz/fuzz_support.h"
+#include "nn/io/safetensors.h"
 
 namespace tagflow::fuzz {
 namespace {
@@ -29,7 +29,7 @@ namespace {
 using Tensors = std::vector<std::pair<std::string, NDArray>>;
 
 struct Loaded {
-  std::optional<std::string> error;  ///< the ParameterFileError's message, if refused
+  std::optional<std::string> error;  ///< the io::FileError's message, if refused
   std::map<std::string, std::string> metadata;
   Tensors tensors;
 };
@@ -38,21 +38,21 @@ Loaded load(const std::filesystem::path& path) {
   Loaded result;
   std::optional<std::string> metadata_error;
   try {
-    result.metadata = safetensors_metadata(path);
-  } catch (const ParameterFileError& e) {
+    result.metadata = io::safetensors_metadata(path);
+  } catch (const io::FileError& e) {
     metadata_error = e.what();
   } catch (...) {
     report_unexpected_exception("safetensors_metadata");
   }
   try {
-    result.tensors = load_safetensors(path);
-  } catch (const ParameterFileError& e) {
+    result.tensors = io::load_safetensors(path);
+  } catch (const io::FileError& e) {
     result.error = e.what();
   } catch (...) {
     report_unexpected_exception("load_safetensors");
   }
   if (metadata_error != result.error) {
-    report_finding(fmt::format("safetensors_metadata and load_safetensors disagree: {} vs {}",
+    report_finding(fmt::format("safetensors_metadata and io::load_safetensors disagree: {} vs {}",
                                metadata_error.value_or("success"),
                                result.error.value_or("success")));
   }
@@ -114,9 +114,9 @@ void check_loaded(const Tensors& tensors, const std::uint8_t* data, std::size_t 
 
 void check_round_trip(const Loaded& first, const std::filesystem::path& path) {
   try {
-    save_safetensors(path, first.tensors, first.metadata);
+    io::save_safetensors(path, first.tensors, first.metadata);
   } catch (...) {
-    report_unexpected_exception("save_safetensors of what load_safetensors gave");
+    report_unexpected_exception("save_safetensors of what io::load_safetensors gave");
   }
   const Loaded second = load(path);
   if (second.error) report_finding("the saved file does not load again: " + *second.error);

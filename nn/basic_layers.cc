@@ -1,10 +1,10 @@
-#include "tagflow/nn/basic_layers.h"
+#include "nn/basic_layers.h"
 
-#include "tagflow/ops/autograd.h"
-#include "tagflow/ops/batch_norm.h"
-#include "tagflow/ops/dropout.h"
-#include "tagflow/ops/elementwise.h"
-#include "tagflow/ops/linalg.h"
+#include "ops/autograd.h"
+#include "ops/batch_norm.h"
+#include "ops/dropout.h"
+#include "ops/elementwise.h"
+#include "ops/linalg.h"
 
 namespace tagflow::nn {
 

@@ -15,7 +15,7 @@
 
 #include <string>
 
-#include "tagflow/nn/block.h"
+#include "nn/block.h"
 
 namespace tagflow::nn {
 

@@ -1,4 +1,4 @@
-#include "tagflow/nn/block.h"
+#include "nn/block.h"
 
 #include <map>
 #include <mutex>
@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "tagflow/nn/safetensors.h"
+#include "nn/io/safetensors.h"
 
 namespace tagflow::nn {
 
@@ -68,14 +68,14 @@ void Block::save_parameters(const std::filesystem::path& path) const {
                   name, p->name());
     tensors.emplace_back(name, p->list_data()[0].detach());
   }
-  save_safetensors(path, tensors);
+  io::save_safetensors(path, tensors);
 }
 
 void Block::load_parameters(const std::filesystem::path& path, const std::vector<Context>& contexts,
                             bool allow_missing, bool ignore_extra) {
   TAGFLOW_CHECK(!contexts.empty(), "load_parameters: expected at least one device");
   std::map<std::string, NDArray> loaded;
-  for (auto& [name, value] : load_safetensors(path, contexts[0])) loaded.emplace(name, value);
+  for (auto& [name, value] : io::load_safetensors(path, contexts[0])) loaded.emplace(name, value);
 
   // Everything is checked before any parameter changes.
   const auto params = structural_params();
@@ -84,22 +84,22 @@ void Block::load_parameters(const std::filesystem::path& path, const std::vector
     auto it = loaded.find(name);
     if (it == loaded.end()) {
       if (allow_missing) continue;
-      throw ParameterFileError(
+      throw io::FileError(
           path, fmt::format("parameter '{}' ({}, shape ({})) is missing from the file", name,
                             p->name(), p->shape().str()));
     }
     used.insert(name);
     const NDArray& value = it->second;
     if (value.dtype() != DType::kFloat32) {
-      throw ParameterFileError(path, fmt::format("parameter '{}' ({}): expected float32, the file "
-                                                 "has {}",
-                                                 name, p->name(), dtype_name(value.dtype())));
+      throw io::FileError(path, fmt::format("parameter '{}' ({}): expected float32, the file "
+                                            "has {}",
+                                            name, p->name(), dtype_name(value.dtype())));
     }
     if (!p->accepts_shape(value.shape())) {
-      throw ParameterFileError(path,
-                               fmt::format("parameter '{}' ({}): expected shape ({}), the "
-                                           "file has ({})",
-                                           name, p->name(), p->shape().str(), value.shape().str()));
+      throw io::FileError(path,
+                          fmt::format("parameter '{}' ({}): expected shape ({}), the "
+                                      "file has ({})",
+                                      name, p->name(), p->shape().str(), value.shape().str()));
     }
   }
   if (!ignore_extra && used.size() != loaded.size()) {
@@ -107,10 +107,10 @@ void Block::load_parameters(const std::filesystem::path& path, const std::vector
     for (const auto& [name, value] : loaded) {
       if (used.count(name) == 0) extra.push_back(name);
     }
-    throw ParameterFileError(
-        path, fmt::format("the file has tensors that match no parameter of {}: {} (pass "
-                          "ignore_extra to skip them)",
-                          name_, fmt::join(extra, ", ")));
+    throw io::FileError(path,
+                        fmt::format("the file has tensors that match no parameter of {}: {} (pass "
+                                    "ignore_extra to skip them)",
+                                    name_, fmt::join(extra, ", ")));
   }
   for (const auto& [name, p] : params) {
     if (used.count(name) != 0) p->load(loaded.at(name), contexts);

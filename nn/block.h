@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "tagflow/nn/parameter.h"
+#include "nn/parameter.h"
 
 namespace tagflow::nn {
 
@@ -55,7 +55,7 @@ class Block {
   std::vector<std::pair<std::string, ParameterPtr>> structural_params() const;
 
   /// Writes every parameter (the copy on its first device) to `path` as a
-  /// safetensors file under its structural name. Throws ParameterFileError
+  /// safetensors file under its structural name. Throws io::FileError
   /// when the write fails, tagflow::Error for a parameter that is not
   /// initialized.
   void save_parameters(const std::filesystem::path& path) const;
@@ -64,7 +64,7 @@ class Block {
   /// file is checked against the network before any parameter changes: a
   /// parameter missing from the file (unless `allow_missing`), a tensor with
   /// no parameter (unless `ignore_extra`), or a shape or dtype that differs
-  /// throws ParameterFileError naming the parameter.
+  /// throws io::FileError naming the parameter.
   void load_parameters(const std::filesystem::path& path, const std::vector<Context>& contexts,
                        bool allow_missing = false, bool ignore_extra = false);
   void load_parameters(const std::filesystem::path& path, Context ctx = cpu()) {

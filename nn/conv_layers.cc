@@ -1,6 +1,6 @@
-#include "tagflow/nn/conv_layers.h"
+#include "nn/conv_layers.h"
 
-#include "tagflow/nn/basic_layers.h"
+#include "nn/basic_layers.h"
 
 namespace tagflow::nn {
 

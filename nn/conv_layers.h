@@ -16,9 +16,9 @@
 #include <optional>
 #include <string>
 
-#include "tagflow/nn/block.h"
-#include "tagflow/ops/conv.h"
-#include "tagflow/ops/pool.h"
+#include "nn/block.h"
+#include "ops/conv.h"
+#include "ops/pool.h"
 
 namespace tagflow::nn {
 

@@ -1,11 +1,11 @@
-#include "tagflow/nn/initializer.h"
+#include "nn/initializer.h"
 
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "tagflow/ops/creation.h"
-#include "tagflow/ops/random.h"
+#include "ops/creation.h"
+#include "ops/random.h"
 
 namespace tagflow::init {
 

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "tagflow/ops/ndarray.h"
+#include "ops/ndarray.h"
 
 namespace tagflow::init {
 

@@ -1,9 +1,9 @@
-#include "tagflow/nn/loss.h"
+#include "nn/loss.h"
 
-#include "tagflow/ops/elementwise.h"
-#include "tagflow/ops/reduce.h"
-#include "tagflow/ops/softmax.h"
-#include "tagflow/ops/softmax_cross_entropy.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
+#include "ops/softmax.h"
+#include "ops/softmax_cross_entropy.h"
 
 namespace tagflow::nn {
 

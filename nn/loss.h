@@ -6,7 +6,7 @@
 //   NDArray l = loss(net(x), y);      // y: class indices, (batch), any dtype
 //   sum(l).backward();
 
-#include "tagflow/ops/ndarray.h"
+#include "ops/ndarray.h"
 
 namespace tagflow::nn {
 

@@ -1,12 +1,12 @@
-#include "tagflow/nn/parameter.h"
+#include "nn/parameter.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "tagflow/ops/creation.h"
-#include "tagflow/storage/storage.h"
+#include "ops/creation.h"
+#include "storage/storage.h"
 
-namespace tagflow {
+namespace tagflow::nn {
 
 namespace {
 
@@ -198,4 +198,4 @@ void ParameterDict::zero_grad() {
   for (const auto& p : parameters_) p->zero_grad();
 }
 
-}  // namespace tagflow
+}  // namespace tagflow::nn

@@ -16,10 +16,10 @@
 #include <utility>
 #include <vector>
 
-#include "tagflow/nn/initializer.h"
-#include "tagflow/ops/ndarray.h"
+#include "nn/initializer.h"
+#include "ops/ndarray.h"
 
-namespace tagflow {
+namespace tagflow::nn {
 
 class Parameter {
  public:
@@ -105,4 +105,4 @@ class ParameterDict {
   std::map<std::string, std::size_t> index_;
 };
 
-}  // namespace tagflow
+}  // namespace tagflow::nn

@@ -1,6 +1,6 @@
-#include "tagflow/nn/split.h"
+#include "nn/split.h"
 
-#include "tagflow/storage/storage.h"
+#include "storage/storage.h"
 
 namespace tagflow::nn {
 

@@ -9,7 +9,7 @@
 
 #include <vector>
 
-#include "tagflow/ops/ndarray.h"
+#include "ops/ndarray.h"
 
 namespace tagflow::nn {
 

@@ -1,16 +1,16 @@
-#include "tagflow/nn/trainer.h"
+#include "nn/trainer.h"
 
-#include "tagflow/ops/creation.h"
-#include "tagflow/ops/optimizer_update.h"
+#include "ops/creation.h"
+#include "ops/optimizer_update.h"
 
 namespace tagflow::nn {
 
 Trainer::Trainer(ParameterDict params, std::string optimizer, TrainerOptions options,
-                 std::shared_ptr<GradientAggregator> aggregator)
+                 std::shared_ptr<dist::GradientAggregator> aggregator)
     : params_(std::move(params)),
       optimizer_(std::move(optimizer)),
       options_(options),
-      aggregator_(aggregator != nullptr ? std::move(aggregator) : make_local_aggregator()) {
+      aggregator_(aggregator != nullptr ? std::move(aggregator) : dist::make_local_aggregator()) {
   TAGFLOW_CHECK(optimizer_ == "sgd" || optimizer_ == "adam",
                 "Trainer: unknown optimizer \"{}\"; expected \"sgd\" or \"adam\"", optimizer_);
   TAGFLOW_CHECK(options_.learning_rate >= 0 && options_.weight_decay >= 0,

@@ -6,7 +6,7 @@
 //   trainer.step(batch_size);   // gradients are divided by the batch size
 //
 // A parameter on several devices has its gradients summed over them by a
-// GradientAggregator (high-priority engine operations, pushed last layer
+// dist::GradientAggregator (high-priority engine operations, pushed last layer
 // first: Note [Aggregating as gradients become ready]), and every copy
 // receives the same update, so the copies stay identical:
 //
@@ -28,8 +28,8 @@
 #include <string>
 #include <vector>
 
-#include "tagflow/nn/gradient_aggregator.h"
-#include "tagflow/nn/parameter.h"
+#include "nn/dist/gradient_aggregator.h"
+#include "nn/parameter.h"
 
 namespace tagflow::nn {
 
@@ -47,9 +47,9 @@ class Trainer {
  public:
   /// `optimizer`: "sgd" (with momentum and weight decay) or "adam". Throws
   /// for another name. `aggregator` sums gradients over devices (null: the
-  /// local one, make_local_aggregator()).
+  /// local one, dist::make_local_aggregator()).
   Trainer(ParameterDict params, std::string optimizer, TrainerOptions options = {},
-          std::shared_ptr<GradientAggregator> aggregator = nullptr);
+          std::shared_ptr<dist::GradientAggregator> aggregator = nullptr);
 
   /// One update of every parameter that has a gradient, from the gradients
   /// of the last backward summed over devices, scaled by 1 / batch_size:
@@ -77,7 +77,7 @@ class Trainer {
   /// they are (aggregated or not). Returns at once.
   void update(std::int64_t batch_size);
 
-  const GradientAggregator& aggregator() const { return *aggregator_; }
+  const dist::GradientAggregator& aggregator() const { return *aggregator_; }
 
   double learning_rate() const { return options_.learning_rate; }
   void set_learning_rate(double rate) { options_.learning_rate = rate; }
@@ -89,7 +89,7 @@ class Trainer {
   ParameterDict params_;
   std::string optimizer_;
   TrainerOptions options_;
-  std::shared_ptr<GradientAggregator> aggregator_;
+  std::shared_ptr<dist::GradientAggregator> aggregator_;
   /// allreduce_grads() ran since the last update().
   bool aggregated_ = false;
   bool broadcast_done_ = false;

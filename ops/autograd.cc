@@ -1,12 +1,12 @@
-#include "tagflow/ops/autograd.h"
+#include "ops/autograd.h"
 
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
-#include "tagflow/ops/creation.h"
-#include "tagflow/ops/elementwise.h"
-#include "tagflow/ops/reduce.h"
+#include "ops/creation.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
 
 namespace tagflow {
 

@@ -28,7 +28,7 @@
 #include <memory>
 #include <vector>
 
-#include "tagflow/ops/ndarray.h"
+#include "ops/ndarray.h"
 
 namespace tagflow {
 

@@ -1,14 +1,14 @@
-#include "tagflow/ops/batch_norm.h"
+#include "ops/batch_norm.h"
 
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
-#include "tagflow/ops/autograd.h"
-#include "tagflow/ops/creation.h"
-#include "tagflow/ops/kernels/batch_norm_kernels.h"
-#include "tagflow/ops/kernels/launch.h"
-#include "tagflow/ops/operator_checks.h"
+#include "ops/autograd.h"
+#include "ops/creation.h"
+#include "ops/detail/operator_checks.h"
+#include "ops/kernels/batch_norm_kernels.h"
+#include "ops/kernels/launch.h"
 
 namespace tagflow {
 

@@ -43,7 +43,7 @@
 // taken only when recording), so a later update of the running statistics
 // does not change the gradient. The running statistics get no gradient.
 
-#include "tagflow/ops/ndarray.h"
+#include "ops/ndarray.h"
 
 namespace tagflow {
 

@@ -1,17 +1,17 @@
-#include "tagflow/ops/conv.h"
+#include "ops/conv.h"
 
 #include <cstdint>
 #include <limits>
 #include <vector>
 
-#include "tagflow/engine/stream.h"
-#include "tagflow/ops/autograd.h"
-#include "tagflow/ops/creation.h"
-#include "tagflow/ops/kernels/conv_kernels.h"
-#include "tagflow/ops/kernels/launch.h"
-#include "tagflow/ops/operator_checks.h"
-#include "tagflow/ops/reduce.h"
-#include "tagflow/storage/storage.h"
+#include "engine/stream.h"
+#include "ops/autograd.h"
+#include "ops/creation.h"
+#include "ops/detail/operator_checks.h"
+#include "ops/kernels/conv_kernels.h"
+#include "ops/kernels/launch.h"
+#include "ops/reduce.h"
+#include "storage/storage.h"
 
 namespace tagflow {
 

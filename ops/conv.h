@@ -14,7 +14,7 @@
 
 #include <array>
 
-#include "tagflow/ops/ndarray.h"
+#include "ops/ndarray.h"
 
 namespace tagflow {
 

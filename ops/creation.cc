@@ -1,11 +1,11 @@
-#include "tagflow/ops/creation.h"
+#include "ops/creation.h"
 
 #include <cmath>
 #include <cstring>
 
-#include "tagflow/ops/kernels/elementwise_kernels.h"
-#include "tagflow/ops/kernels/launch.h"
-#include "tagflow/ops/operator_checks.h"
+#include "ops/detail/operator_checks.h"
+#include "ops/kernels/elementwise_kernels.h"
+#include "ops/kernels/launch.h"
 
 namespace tagflow {
 

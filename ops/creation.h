@@ -13,7 +13,7 @@
 #include <span>
 #include <vector>
 
-#include "tagflow/ops/ndarray.h"
+#include "ops/ndarray.h"
 
 namespace tagflow {
 

@@ -1,6 +1,6 @@
-#include "tagflow/ops/device.h"
+#include "ops/device.h"
 
-#include "tagflow/engine/engine.h"
+#include "engine/engine.h"
 
 namespace tagflow {
 

@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "tagflow/engine/context.h"
+#include "engine/context.h"
 
 namespace tagflow {
 

@@ -1,11 +1,11 @@
-#include "tagflow/ops/dropout.h"
+#include "ops/dropout.h"
 
 #include <vector>
 
-#include "tagflow/ops/kernels/dropout_kernels.h"
-#include "tagflow/ops/kernels/launch.h"
-#include "tagflow/ops/operator_checks.h"
-#include "tagflow/ops/random.h"
+#include "ops/detail/operator_checks.h"
+#include "ops/kernels/dropout_kernels.h"
+#include "ops/kernels/launch.h"
+#include "ops/random.h"
 
 namespace tagflow {
 

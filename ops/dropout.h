@@ -23,8 +23,8 @@
 
 #include <cstdint>
 
-#include "tagflow/ops/autograd.h"
-#include "tagflow/ops/ndarray.h"
+#include "ops/autograd.h"
+#include "ops/ndarray.h"
 
 namespace tagflow {
 

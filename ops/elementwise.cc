@@ -1,10 +1,10 @@
-#include "tagflow/ops/elementwise.h"
+#include "ops/elementwise.h"
 
-#include "tagflow/ops/autograd.h"
-#include "tagflow/ops/elementwise_grad.h"
-#include "tagflow/ops/kernels/elementwise_kernels.h"
-#include "tagflow/ops/kernels/launch.h"
-#include "tagflow/ops/operator_checks.h"
+#include "ops/autograd.h"
+#include "ops/detail/elementwise_grad.h"
+#include "ops/detail/operator_checks.h"
+#include "ops/kernels/elementwise_kernels.h"
+#include "ops/kernels/launch.h"
 
 namespace tagflow {
 

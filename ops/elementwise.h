@@ -11,7 +11,7 @@
 // Comparisons return 1 or 0 in the inputs' dtype, as MXNet does. Integer
 // arithmetic wraps around; integer division by zero gives 0.
 
-#include "tagflow/ops/ndarray.h"
+#include "ops/ndarray.h"
 
 namespace tagflow {
 

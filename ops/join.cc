@@ -1,14 +1,14 @@
-#include "tagflow/ops/join.h"
+#include "ops/join.h"
 
 #include <limits>
 #include <memory>
 #include <vector>
 
-#include "tagflow/ops/autograd.h"
-#include "tagflow/ops/kernels/join_kernels.h"
-#include "tagflow/ops/kernels/launch.h"
-#include "tagflow/ops/operator_checks.h"
-#include "tagflow/ops/transpose.h"
+#include "ops/autograd.h"
+#include "ops/detail/operator_checks.h"
+#include "ops/kernels/join_kernels.h"
+#include "ops/kernels/launch.h"
+#include "ops/transpose.h"
 
 namespace tagflow {
 

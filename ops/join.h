@@ -14,7 +14,7 @@
 #include <initializer_list>
 #include <span>
 
-#include "tagflow/ops/ndarray.h"
+#include "ops/ndarray.h"
 
 namespace tagflow {
 

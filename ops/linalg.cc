@@ -1,14 +1,14 @@
-#include "tagflow/ops/linalg.h"
+#include "ops/linalg.h"
 
 #include <cstdint>
 #include <limits>
 #include <vector>
 
-#include "tagflow/ops/autograd.h"
-#include "tagflow/ops/kernels/gemm_kernels.h"
-#include "tagflow/ops/kernels/launch.h"
-#include "tagflow/ops/operator_checks.h"
-#include "tagflow/ops/transpose.h"
+#include "ops/autograd.h"
+#include "ops/detail/operator_checks.h"
+#include "ops/kernels/gemm_kernels.h"
+#include "ops/kernels/launch.h"
+#include "ops/transpose.h"
 
 // Note [The CPU BLAS]
 // Products on CPU devices (and simulated GPUs) call OpenBLAS, Debian's

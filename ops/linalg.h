@@ -8,7 +8,7 @@
 //   NDArray h = batch_dot(q, k, false, true);  // (B,m,d)·(B,n,d)ᵀ -> (B,m,n)
 //   NDArray y = matmul(x, w);                  // NumPy rules: (B,T,k)·(k,n) -> (B,T,n)
 
-#include "tagflow/ops/ndarray.h"
+#include "ops/ndarray.h"
 
 namespace tagflow {
 

@@ -1,4 +1,4 @@
-#include "tagflow/ops/ndarray.h"
+#include "ops/ndarray.h"
 
 #include <cstring>
 #include <limits>
@@ -7,13 +7,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "tagflow/engine/engine.h"
-#include "tagflow/ops/autograd.h"
-#include "tagflow/ops/creation.h"
-#include "tagflow/ops/elementwise.h"
-#include "tagflow/ops/format.h"
-#include "tagflow/ops/kernels/copy.h"
-#include "tagflow/storage/storage.h"
+#include "engine/engine.h"
+#include "ops/autograd.h"
+#include "ops/creation.h"
+#include "ops/detail/format.h"
+#include "ops/elementwise.h"
+#include "ops/kernels/copy.h"
+#include "storage/storage.h"
 
 namespace tagflow {
 

@@ -22,12 +22,12 @@
 #include <string>
 #include <vector>
 
-#include "tagflow/engine/context.h"
-#include "tagflow/engine/error.h"
-#include "tagflow/engine/operation.h"
-#include "tagflow/ops/dtype.h"
-#include "tagflow/ops/shape.h"
-#include "tagflow/storage/allocator.h"
+#include "engine/context.h"
+#include "engine/error.h"
+#include "engine/operation.h"
+#include "ops/dtype.h"
+#include "ops/shape.h"
+#include "storage/allocator.h"
 
 namespace tagflow {
 

@@ -1,10 +1,10 @@
-#include "tagflow/ops/one_hot.h"
+#include "ops/one_hot.h"
 
 #include <limits>
 
-#include "tagflow/ops/kernels/join_kernels.h"
-#include "tagflow/ops/kernels/launch.h"
-#include "tagflow/ops/operator_checks.h"
+#include "ops/detail/operator_checks.h"
+#include "ops/kernels/join_kernels.h"
+#include "ops/kernels/launch.h"
 
 namespace tagflow {
 

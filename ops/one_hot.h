@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "tagflow/ops/ndarray.h"
+#include "ops/ndarray.h"
 
 namespace tagflow {
 

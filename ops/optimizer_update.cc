@@ -1,10 +1,10 @@
-#include "tagflow/ops/optimizer_update.h"
+#include "ops/optimizer_update.h"
 
 #include <cmath>
 
-#include "tagflow/ops/kernels/launch.h"
-#include "tagflow/ops/kernels/optimizer_kernels.h"
-#include "tagflow/ops/operator_checks.h"
+#include "ops/detail/operator_checks.h"
+#include "ops/kernels/launch.h"
+#include "ops/kernels/optimizer_kernels.h"
 
 namespace tagflow {
 

@@ -5,7 +5,7 @@
 //
 //   sgd_update(weight, grad, momentum, {.learning_rate = 0.1, .momentum = 0.9});
 
-#include "tagflow/ops/ndarray.h"
+#include "ops/ndarray.h"
 
 namespace tagflow {
 

@@ -1,11 +1,11 @@
-#include "tagflow/ops/pool.h"
+#include "ops/pool.h"
 
 #include <vector>
 
-#include "tagflow/ops/autograd.h"
-#include "tagflow/ops/kernels/launch.h"
-#include "tagflow/ops/kernels/pool_kernels.h"
-#include "tagflow/ops/operator_checks.h"
+#include "ops/autograd.h"
+#include "ops/detail/operator_checks.h"
+#include "ops/kernels/launch.h"
+#include "ops/kernels/pool_kernels.h"
 
 namespace tagflow {
 

@@ -22,7 +22,7 @@
 
 #include <array>
 
-#include "tagflow/ops/ndarray.h"
+#include "ops/ndarray.h"
 
 namespace tagflow {
 

@@ -1,4 +1,4 @@
-#include "tagflow/ops/priority.h"
+#include "ops/priority.h"
 
 namespace tagflow {
 

@@ -1,12 +1,12 @@
-#include "tagflow/ops/random.h"
+#include "ops/random.h"
 
 #include <cmath>
 #include <limits>
 #include <mutex>
 
-#include "tagflow/ops/kernels/launch.h"
-#include "tagflow/ops/kernels/random_kernels.h"
-#include "tagflow/ops/operator_checks.h"
+#include "ops/detail/operator_checks.h"
+#include "ops/kernels/launch.h"
+#include "ops/kernels/random_kernels.h"
 
 namespace tagflow::random {
 

@@ -26,7 +26,7 @@
 
 #include <cstdint>
 
-#include "tagflow/ops/ndarray.h"
+#include "ops/ndarray.h"
 
 namespace tagflow::random {
 

@@ -1,14 +1,14 @@
-#include "tagflow/ops/reduce.h"
+#include "ops/reduce.h"
 
 #include <numeric>
 #include <vector>
 
-#include "tagflow/ops/autograd.h"
-#include "tagflow/ops/creation.h"
-#include "tagflow/ops/elementwise.h"
-#include "tagflow/ops/kernels/launch.h"
-#include "tagflow/ops/kernels/reduce_kernels.h"
-#include "tagflow/ops/operator_checks.h"
+#include "ops/autograd.h"
+#include "ops/creation.h"
+#include "ops/detail/operator_checks.h"
+#include "ops/elementwise.h"
+#include "ops/kernels/launch.h"
+#include "ops/kernels/reduce_kernels.h"
 
 namespace tagflow {
 

@@ -1,9 +1,9 @@
-#include "tagflow/ops/shape.h"
+#include "ops/shape.h"
 
 #include <limits>
 #include <ostream>
 
-#include "tagflow/engine/error.h"
+#include "engine/error.h"
 
 namespace tagflow {
 

@@ -1,11 +1,11 @@
-#include "tagflow/ops/softmax.h"
+#include "ops/softmax.h"
 
-#include "tagflow/ops/autograd.h"
-#include "tagflow/ops/elementwise.h"
-#include "tagflow/ops/kernels/launch.h"
-#include "tagflow/ops/kernels/reduce_kernels.h"
-#include "tagflow/ops/operator_checks.h"
-#include "tagflow/ops/reduce.h"
+#include "ops/autograd.h"
+#include "ops/detail/operator_checks.h"
+#include "ops/elementwise.h"
+#include "ops/kernels/launch.h"
+#include "ops/kernels/reduce_kernels.h"
+#include "ops/reduce.h"
 
 namespace tagflow {
 

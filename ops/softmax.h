@@ -13,7 +13,7 @@
 // row has a finite maximum; a row whose elements are all -inf, or that
 // holds +inf or NaN, gives NaN, as in NumPy and PyTorch.
 
-#include "tagflow/ops/ndarray.h"
+#include "ops/ndarray.h"
 
 namespace tagflow {
 

@@ -1,11 +1,11 @@
-#include "tagflow/ops/softmax_cross_entropy.h"
+#include "ops/softmax_cross_entropy.h"
 
 #include <vector>
 
-#include "tagflow/ops/autograd.h"
-#include "tagflow/ops/kernels/launch.h"
-#include "tagflow/ops/kernels/softmax_cross_entropy_kernels.h"
-#include "tagflow/ops/operator_checks.h"
+#include "ops/autograd.h"
+#include "ops/detail/operator_checks.h"
+#include "ops/kernels/launch.h"
+#include "ops/kernels/softmax_cross_entropy_kernels.h"
 
 namespace tagflow {
 

@@ -21,8 +21,8 @@
 //   and its row of the gradient are NaN, and the other samples are computed
 //   as usual.
 
-#include "tagflow/engine/error.h"
-#include "tagflow/ops/ndarray.h"
+#include "engine/error.h"
+#include "ops/ndarray.h"
 
 namespace tagflow {
 

@@ -1,11 +1,11 @@
-#include "tagflow/ops/transpose.h"
+#include "ops/transpose.h"
 
 #include <vector>
 
-#include "tagflow/ops/autograd.h"
-#include "tagflow/ops/kernels/launch.h"
-#include "tagflow/ops/kernels/transpose_kernels.h"
-#include "tagflow/ops/operator_checks.h"
+#include "ops/autograd.h"
+#include "ops/detail/operator_checks.h"
+#include "ops/kernels/launch.h"
+#include "ops/kernels/transpose_kernels.h"
 
 namespace tagflow {
 

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "tagflow/storage/memory_stats.h"
+#include "storage/memory_stats.h"
 
 namespace tagflow::detail {
 

@@ -1,4 +1,4 @@
-#include "tagflow/storage/memory_stats.h"
+#include "storage/memory_stats.h"
 
 #include <fmt/format.h>
 

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
-#include "tagflow/engine/context.h"
-#include "tagflow/engine/error.h"
+#include "engine/context.h"
+#include "engine/error.h"
 
 namespace tagflow {
 

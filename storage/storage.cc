@@ -1,11 +1,11 @@
-#include "tagflow/storage/storage.h"
+#include "storage/storage.h"
 
 #include <fmt/format.h>
 
-#include "tagflow/engine/engine.h"
-#include "tagflow/engine/error.h"
-#include "tagflow/storage/device_memory.h"
-#include "tagflow/storage/pooled_allocator.h"
+#include "engine/engine.h"
+#include "engine/error.h"
+#include "storage/detail/device_memory.h"
+#include "storage/detail/pooled_allocator.h"
 
 namespace tagflow {
 
@@ -77,7 +77,7 @@ std::unique_ptr<Allocator> Storage::make_allocator(Context ctx) {
       return std::make_unique<PooledAllocator>(
           ctx, real_gpus_ ? make_cuda_pinned_memory() : make_host_memory(), default_limit_);
     case DeviceType::kGPU: {
-      const detail::GpuInfo& info = Engine::get().gpus()[static_cast<std::size_t>(ctx.index)];
+      const GpuInfo& info = Engine::get().gpus()[static_cast<std::size_t>(ctx.index)];
       return std::make_unique<PooledAllocator>(
           ctx, info.simulated ? make_host_memory(info.total_memory) : make_cuda_memory(ctx.index),
           default_limit_);

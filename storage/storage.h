@@ -17,9 +17,9 @@
 #include <mutex>
 #include <vector>
 
-#include "tagflow/engine/context.h"
-#include "tagflow/storage/allocator.h"
-#include "tagflow/storage/memory_stats.h"
+#include "engine/context.h"
+#include "storage/allocator.h"
+#include "storage/memory_stats.h"
 
 namespace tagflow {
 

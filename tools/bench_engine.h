@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "tagflow/engine/config.h"
+#include "engine/config.h"
 
 namespace tagflow::tools {
 

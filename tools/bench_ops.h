@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "tagflow/engine/context.h"
+#include "engine/context.h"
 
 namespace tagflow::tools {
 

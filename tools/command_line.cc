@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "tagflow/dist.h"
 #include "tagflow/tagflow.h"
 #include "tools/bench_engine.h"
 #include "tools/bench_ops.h"
@@ -42,7 +43,7 @@ struct CommandLine::Parts {
   std::string profile_path;
   bool no_progress = false;
   bool train_json = false;
-  double dist_timeout = nn::MpiOptions{}.timeout_seconds;
+  double dist_timeout = dist::MpiOptions{}.timeout_seconds;
   std::int64_t bucket_kb = 1024;
   CLI::App* profile = nullptr;
   std::string profile_trace;
@@ -59,6 +60,8 @@ struct CommandLine::Parts {
 };
 
 CommandLine::Parts::Parts() {
+  app.set_version_flag("--version", fmt::format("tagflow {}", version_string()),
+                       "Print the version and exit");
   app.require_subcommand(1);
 
   info = app.add_subcommand("info", "Devices, configuration and build");
@@ -115,7 +118,7 @@ CommandLine::Parts::Parts() {
   train
       ->add_option("--bucket-kb", bucket_kb,
                    "With --dist mpi: gradients travel in messages of about this many KiB")
-      ->check(CLI::Range(std::int64_t{1}, nn::kMaxMessageBytes >> 10))
+      ->check(CLI::Range(std::int64_t{1}, dist::kMaxMessageBytes >> 10))
       ->capture_default_str();
 
   profile = app.add_subcommand(
@@ -363,8 +366,8 @@ int run_train_command(TrainOptions options, double dist_timeout) {
     (void)run_train(options);
     return 0;
   }
-  options.processes = nn::MpiCommunicator::world({.timeout_seconds = dist_timeout});
-  const nn::MpiCommunicator& processes = *options.processes;
+  options.processes = dist::MpiCommunicator::world({.timeout_seconds = dist_timeout});
+  const dist::MpiCommunicator& processes = *options.processes;
   fmt::print(stderr, "train: rank {} of {} on {}, pid {}\n", processes.rank(), processes.size(),
              processes.host(), getpid());
   std::fflush(stderr);

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "tagflow/dist.h"
 #include "tagflow/tagflow.h"
 
 namespace tagflow::tools {
@@ -35,8 +36,8 @@ int run_info() {
   for (const auto& [name, value] : config.describe()) fmt::print("  {:<20} {}\n", name, value);
   fmt::print("\nBuild\n");
   for (const auto& [name, value] : build_info()) fmt::print("  {:<20} {}\n", name, value);
-  fmt::print("  {:<20} {}\n", "MPI", nn::mpi_library_version());
-  fmt::print("  {:<20} {}\n", "NCCL", nn::nccl_available() ? "yes" : "no");
+  fmt::print("  {:<20} {}\n", "MPI", dist::mpi_library_version());
+  fmt::print("  {:<20} {}\n", "NCCL", dist::nccl_available() ? "yes" : "no");
   return 0;
 }
 

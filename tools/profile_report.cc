@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "tagflow/engine/error.h"
+#include "engine/error.h"
 
 namespace tagflow::tools {
 

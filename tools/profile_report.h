@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "tagflow/engine/profiler.h"
+#include "engine/profiler.h"
 
 namespace tagflow::tools {
 

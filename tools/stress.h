@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "tagflow/engine/context.h"
-#include "tagflow/engine/dependency_state.h"
+#include "engine/context.h"
+#include "engine/dependency_state.h"
 #include "tools/stress_workload.h"
 
 namespace tagflow::tools {

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "tagflow/dist.h"
 #include "tagflow/tagflow.h"
 
 namespace tagflow::tools {
@@ -92,27 +93,27 @@ std::pair<double, double> evaluate(nn::Block& net, data::DataLoader& loader,
 }
 
 /// The element-wise sum of `values` over the processes (none: as they are).
-std::vector<double> over_processes(nn::MpiCommunicator* processes, std::vector<double> values) {
+std::vector<double> over_processes(dist::MpiCommunicator* processes, std::vector<double> values) {
   return processes != nullptr ? processes->sum(values) : values;
 }
 
 /// The fraction of the test set classified right, over every process.
 double test_accuracy(nn::Block& net, data::DataLoader& loader, const std::vector<Context>& devices,
-                     nn::MpiCommunicator* processes) {
+                     dist::MpiCommunicator* processes) {
   const auto [correct, samples] = evaluate(net, loader, devices);
   const std::vector<double> totals = over_processes(processes, {correct, samples});
   return totals[1] == 0 ? 0.0 : totals[0] / totals[1];
 }
 
 /// The aggregator `dist` names (null: the Trainer's local one).
-std::shared_ptr<nn::GradientAggregator> make_aggregator(const TrainOptions& options) {
+std::shared_ptr<dist::GradientAggregator> make_aggregator(const TrainOptions& options) {
   if (options.dist == "mpi") {
-    return std::make_shared<nn::MpiAggregator>(options.processes,
-                                               nn::MpiAggregatorOptions{options.bucket_bytes});
+    return std::make_shared<dist::MpiAggregator>(options.processes,
+                                                 dist::MpiAggregatorOptions{options.bucket_bytes});
   }
   if (options.dist == "nccl") {
-    return std::make_shared<nn::NcclAggregator>(options.devices, options.processes,
-                                                options.processes->options().timeout_seconds);
+    return std::make_shared<dist::NcclAggregator>(options.devices, options.processes,
+                                                  options.processes->options().timeout_seconds);
   }
   return nullptr;
 }
@@ -170,16 +171,9 @@ std::vector<Context> parse_devices(const std::string& text, const char* command)
 }
 
 std::shared_ptr<nn::Sequential> build_model(const std::string& name) {
-  auto net = std::make_shared<nn::Sequential>();
-  if (name == "lenet") {
-    net->add(nn::Conv2D(6, 5, "relu"), nn::MaxPool2D(2, 2), nn::Conv2D(16, 3, "relu"),
-             nn::MaxPool2D(2, 2), nn::Dense(120, "relu"), nn::Dense(84, "relu"), nn::Dense(10));
-  } else if (name == "mlp") {
-    net->add(nn::Dense(256, "relu"), nn::Dense(128, "relu"), nn::Dense(10));
-  } else {
-    detail::throw_error("train: unknown model \"{}\"; expected lenet or mlp", name);
-  }
-  return net;
+  if (name == "lenet") return std::make_shared<nn::Sequential>(models::lenet());
+  if (name == "mlp") return std::make_shared<nn::Sequential>(models::mlp());
+  detail::throw_error("train: unknown model \"{}\"; expected lenet or mlp", name);
 }
 
 std::vector<EpochResult> run_train(const TrainOptions& options) {
@@ -194,7 +188,7 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
   TAGFLOW_CHECK(!distributed || options.processes != nullptr,
                 "train: dist {} needs the processes' communicator (TrainOptions::processes)",
                 options.dist);
-  nn::MpiCommunicator* const processes = distributed ? options.processes.get() : nullptr;
+  dist::MpiCommunicator* const processes = distributed ? options.processes.get() : nullptr;
   const int rank = distributed ? processes->rank() : 0;
   const int process_count = distributed ? processes->size() : 1;
   const bool speaks = rank == 0;  // only the first process prints and saves
@@ -224,7 +218,7 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
                 "a batch size of at least {}",
                 process_batch, device_count, device_count * process_count);
   const std::filesystem::path dir =
-      options.data_dir.empty() ? default_fashion_mnist_dir() : options.data_dir;
+      options.data_dir.empty() ? data::default_fashion_mnist_dir() : options.data_dir;
 
   // Evaluating only (0 epochs) reads no training set.
   const data::Dataset train_set =

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "tagflow/nn/block.h"
-#include "tagflow/nn/mpi_communicator.h"
+#include "nn/block.h"
+#include "nn/dist/mpi_communicator.h"
 
 namespace tagflow::tools {
 
@@ -55,7 +55,7 @@ struct TrainOptions {
   std::string dist = "none";
   /// The processes, with `dist` other than "none" (the tool passes
   /// MpiCommunicator::world()).
-  std::shared_ptr<nn::MpiCommunicator> processes;
+  std::shared_ptr<dist::MpiCommunicator> processes;
   /// With "mpi": gradients travel in messages of about this many bytes.
   std::int64_t bucket_bytes = 1 << 20;
 };
@@ -81,8 +81,8 @@ struct EpochResult {
 
 /// Trains as `options` say, printing one line per epoch; returns each
 /// epoch's figures. With 0 epochs, evaluates only (one result, its
-/// test_accuracy set). Throws DataError when the data set is missing (saying
-/// how to install it), ParameterFileError for a bad `load` file.
+/// test_accuracy set). Throws io::FileError when the data set is missing (saying
+/// how to install it), io::FileError for a bad `load` file.
 std::vector<EpochResult> run_train(const TrainOptions& options);
 
 }  // namespace tagflow::tools

@@ -16,8 +16,8 @@
 
 #include <algorithm>
 
-#include "tagflow/ops/kernels/batch_norm_kernels.h"
-#include "tagflow/ops/kernels/cudnn_util.h"
+#include "ops/kernels/batch_norm_kernels.h"
+#include "ops/kernels/cudnn_util.h"
 
 namespace tagflow::detail::gpu_kernels {
 

@@ -18,8 +18,8 @@
 #include <cmath>
 #include <vector>
 
-#include "tagflow/ops/kernels/batch_norm_kernels.h"
-#include "tagflow/ops/kernels/cpu_parallel.h"
+#include "ops/kernels/batch_norm_kernels.h"
+#include "ops/kernels/cpu_parallel.h"
 
 namespace tagflow::detail::cpu_kernels {
 

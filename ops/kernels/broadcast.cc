@@ -1,4 +1,4 @@
-#include "tagflow/ops/kernels/broadcast.h"
+#include "ops/kernels/broadcast.h"
 
 namespace tagflow::detail {
 

@@ -6,8 +6,8 @@
 
 #include <cstdint>
 
-#include "tagflow/ops/kernels/host_device.h"
-#include "tagflow/ops/shape.h"
+#include "ops/kernels/host_device.h"
+#include "ops/shape.h"
 
 namespace tagflow::detail {
 

@@ -21,9 +21,9 @@
 #include <map>
 #include <mutex>
 
-#include "tagflow/ops/kernels/conv_kernels.h"
-#include "tagflow/ops/kernels/cuda_check.h"
-#include "tagflow/ops/kernels/cudnn_util.h"
+#include "ops/kernels/conv_kernels.h"
+#include "ops/kernels/cuda_check.h"
+#include "ops/kernels/cudnn_util.h"
 
 namespace tagflow::detail::gpu_kernels {
 

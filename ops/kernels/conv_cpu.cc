@@ -19,9 +19,9 @@
 #include <algorithm>
 #include <optional>
 
-#include "tagflow/ops/kernels/conv_kernels.h"
-#include "tagflow/ops/kernels/cpu_parallel.h"
-#include "tagflow/storage/storage.h"
+#include "ops/kernels/conv_kernels.h"
+#include "ops/kernels/cpu_parallel.h"
+#include "storage/storage.h"
 
 namespace tagflow::detail::cpu_kernels {
 

@@ -9,11 +9,14 @@
 #include <cstdint>
 #include <vector>
 
-#include "tagflow/engine/context.h"
+#include "engine/context.h"
+
+namespace tagflow {
+class Stream;
+}  // namespace tagflow
 
 namespace tagflow::detail {
 
-class Stream;
 struct MemoryBlock;  // storage/allocator.h, kept out of the CUDA sources
 
 /// Every extent of one convolution. Weights are (out_channels,

@@ -1,10 +1,10 @@
-#include "tagflow/ops/kernels/copy.h"
+#include "ops/kernels/copy.h"
 
 #include <cstring>
 
-#include "tagflow/engine/engine.h"
-#include "tagflow/engine/stream.h"
-#include "tagflow/ops/priority.h"
+#include "engine/engine.h"
+#include "engine/stream.h"
+#include "ops/priority.h"
 
 namespace tagflow::detail {
 

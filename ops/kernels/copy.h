@@ -12,8 +12,8 @@
 
 #include <cstdint>
 
-#include "tagflow/engine/context.h"
-#include "tagflow/engine/operation.h"
+#include "engine/context.h"
+#include "engine/operation.h"
 
 namespace tagflow::detail {
 

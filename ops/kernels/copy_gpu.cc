@@ -2,16 +2,16 @@
 // is checked; a failure throws DeviceError from the copy operation, which
 // the engine stores on the destination.
 
-#include "tagflow/engine/error.h"
-#include "tagflow/engine/stream.h"
-#include "tagflow/ops/kernels/copy.h"
+#include "engine/error.h"
+#include "engine/stream.h"
+#include "ops/kernels/copy.h"
 
 #ifdef TAGFLOW_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
 #include <cstring>
 
-#include "tagflow/storage/storage.h"
+#include "storage/storage.h"
 #endif
 
 namespace tagflow::detail {

@@ -1,9 +1,9 @@
-#include "tagflow/ops/kernels/cuda_check.h"
+#include "ops/kernels/cuda_check.h"
 
 #include <cublas_v2.h>
 #include <cudnn.h>
 
-#include "tagflow/engine/error.h"
+#include "engine/error.h"
 
 namespace tagflow::detail {
 

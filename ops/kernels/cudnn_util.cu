@@ -6,7 +6,7 @@
 #include <map>
 #include <mutex>
 
-#include "tagflow/ops/kernels/cudnn_util.h"
+#include "ops/kernels/cudnn_util.h"
 
 namespace tagflow::detail::gpu_kernels {
 

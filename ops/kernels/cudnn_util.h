@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "tagflow/ops/kernels/cuda_check.h"
+#include "ops/kernels/cuda_check.h"
 
 namespace tagflow::detail::gpu_kernels {
 

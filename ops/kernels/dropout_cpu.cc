@@ -2,8 +2,8 @@
 // pass over the elements; each is independent, so any split gives the same
 // bits.
 
-#include "tagflow/ops/kernels/cpu_parallel.h"
-#include "tagflow/ops/kernels/dropout_kernels.h"
+#include "ops/kernels/cpu_parallel.h"
+#include "ops/kernels/dropout_kernels.h"
 
 namespace tagflow::detail::cpu_kernels {
 

@@ -4,8 +4,8 @@
 
 #include <cuda_runtime.h>
 
-#include "tagflow/ops/kernels/cuda_check.h"
-#include "tagflow/ops/kernels/elementwise_kernels.h"
+#include "ops/kernels/cuda_check.h"
+#include "ops/kernels/elementwise_kernels.h"
 
 namespace tagflow::detail::gpu_kernels {
 

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "tagflow/ops/kernels/cpu_parallel.h"
-#include "tagflow/ops/kernels/elementwise_kernels.h"
+#include "ops/kernels/cpu_parallel.h"
+#include "ops/kernels/elementwise_kernels.h"
 
 namespace tagflow::detail::cpu_kernels {
 

@@ -6,9 +6,9 @@
 
 #include <cstdint>
 
-#include "tagflow/ops/dtype.h"
-#include "tagflow/ops/kernels/broadcast.h"
-#include "tagflow/ops/kernels/elementwise_functors.h"
+#include "ops/dtype.h"
+#include "ops/kernels/broadcast.h"
+#include "ops/kernels/elementwise_functors.h"
 
 namespace tagflow::detail {
 

@@ -9,8 +9,8 @@
 #include <map>
 #include <mutex>
 
-#include "tagflow/ops/kernels/cuda_check.h"
-#include "tagflow/ops/kernels/gemm_kernels.h"
+#include "ops/kernels/cuda_check.h"
+#include "ops/kernels/gemm_kernels.h"
 
 namespace tagflow::detail::gpu_kernels {
 

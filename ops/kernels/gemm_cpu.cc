@@ -7,8 +7,8 @@
 
 #include <algorithm>
 
-#include "tagflow/ops/kernels/cpu_parallel.h"
-#include "tagflow/ops/kernels/gemm_kernels.h"
+#include "ops/kernels/cpu_parallel.h"
+#include "ops/kernels/gemm_kernels.h"
 
 namespace tagflow::detail::cpu_kernels {
 

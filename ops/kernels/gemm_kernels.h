@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "tagflow/ops/kernels/broadcast.h"
+#include "ops/kernels/broadcast.h"
 
 namespace tagflow::detail {
 

@@ -2,19 +2,19 @@
 // so if ever called. No real GPU can exist in such a build (simulated GPUs
 // run the CPU kernels), so reaching one of these is a bug.
 
-#include "tagflow/engine/error.h"
-#include "tagflow/ops/kernels/batch_norm_kernels.h"
-#include "tagflow/ops/kernels/conv_kernels.h"
-#include "tagflow/ops/kernels/dropout_kernels.h"
-#include "tagflow/ops/kernels/elementwise_kernels.h"
-#include "tagflow/ops/kernels/gemm_kernels.h"
-#include "tagflow/ops/kernels/join_kernels.h"
-#include "tagflow/ops/kernels/optimizer_kernels.h"
-#include "tagflow/ops/kernels/pool_kernels.h"
-#include "tagflow/ops/kernels/random_kernels.h"
-#include "tagflow/ops/kernels/reduce_kernels.h"
-#include "tagflow/ops/kernels/softmax_cross_entropy_kernels.h"
-#include "tagflow/ops/kernels/transpose_kernels.h"
+#include "engine/error.h"
+#include "ops/kernels/batch_norm_kernels.h"
+#include "ops/kernels/conv_kernels.h"
+#include "ops/kernels/dropout_kernels.h"
+#include "ops/kernels/elementwise_kernels.h"
+#include "ops/kernels/gemm_kernels.h"
+#include "ops/kernels/join_kernels.h"
+#include "ops/kernels/optimizer_kernels.h"
+#include "ops/kernels/pool_kernels.h"
+#include "ops/kernels/random_kernels.h"
+#include "ops/kernels/reduce_kernels.h"
+#include "ops/kernels/softmax_cross_entropy_kernels.h"
+#include "ops/kernels/transpose_kernels.h"
 
 namespace tagflow::detail::gpu_kernels {
 

@@ -11,8 +11,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "tagflow/ops/kernels/cuda_check.h"
-#include "tagflow/ops/kernels/join_kernels.h"
+#include "ops/kernels/cuda_check.h"
+#include "ops/kernels/join_kernels.h"
 
 namespace tagflow::detail::gpu_kernels {
 

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "tagflow/ops/kernels/cpu_parallel.h"
-#include "tagflow/ops/kernels/join_kernels.h"
+#include "ops/kernels/cpu_parallel.h"
+#include "ops/kernels/join_kernels.h"
 
 namespace tagflow::detail::cpu_kernels {
 

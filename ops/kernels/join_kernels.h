@@ -9,8 +9,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "tagflow/ops/dtype.h"
-#include "tagflow/ops/kernels/host_device.h"
+#include "ops/dtype.h"
+#include "ops/kernels/host_device.h"
 
 namespace tagflow::detail {
 

@@ -13,8 +13,8 @@
 
 #include <utility>
 
-#include "tagflow/engine/operation.h"
-#include "tagflow/engine/stream.h"
+#include "engine/operation.h"
+#include "engine/stream.h"
 
 namespace tagflow::detail {
 

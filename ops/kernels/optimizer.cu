@@ -2,8 +2,8 @@
 
 #include <cuda_runtime.h>
 
-#include "tagflow/ops/kernels/cuda_check.h"
-#include "tagflow/ops/kernels/optimizer_kernels.h"
+#include "ops/kernels/cuda_check.h"
+#include "ops/kernels/optimizer_kernels.h"
 
 namespace tagflow::detail::gpu_kernels {
 

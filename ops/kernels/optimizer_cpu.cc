@@ -1,7 +1,7 @@
 // The CPU optimiser updates: the shared step bodies over parallel blocks.
 
-#include "tagflow/ops/kernels/cpu_parallel.h"
-#include "tagflow/ops/kernels/optimizer_kernels.h"
+#include "ops/kernels/cpu_parallel.h"
+#include "ops/kernels/optimizer_kernels.h"
 
 namespace tagflow::detail::cpu_kernels {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "tagflow/ops/kernels/host_device.h"
+#include "ops/kernels/host_device.h"
 
 namespace tagflow::detail {
 

@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "tagflow/ops/kernels/host_device.h"
+#include "ops/kernels/host_device.h"
 
 namespace tagflow::detail {
 

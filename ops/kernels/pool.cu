@@ -7,8 +7,8 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
-#include "tagflow/ops/kernels/cudnn_util.h"
-#include "tagflow/ops/kernels/pool_kernels.h"
+#include "ops/kernels/cudnn_util.h"
+#include "ops/kernels/pool_kernels.h"
 
 namespace tagflow::detail::gpu_kernels {
 

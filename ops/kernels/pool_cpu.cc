@@ -7,8 +7,8 @@
 #include <cmath>
 #include <limits>
 
-#include "tagflow/ops/kernels/cpu_parallel.h"
-#include "tagflow/ops/kernels/pool_kernels.h"
+#include "ops/kernels/cpu_parallel.h"
+#include "ops/kernels/pool_kernels.h"
 
 namespace tagflow::detail::cpu_kernels {
 

@@ -5,8 +5,8 @@
 
 #include <cuda_runtime.h>
 
-#include "tagflow/ops/kernels/cuda_check.h"
-#include "tagflow/ops/kernels/random_kernels.h"
+#include "ops/kernels/cuda_check.h"
+#include "ops/kernels/random_kernels.h"
 
 namespace tagflow::detail::gpu_kernels {
 

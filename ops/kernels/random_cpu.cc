@@ -2,8 +2,8 @@
 // loops over the Philox groups of random_kernels.h. Any split of the groups
 // gives the same values (Note [Counter-based random numbers]).
 
-#include "tagflow/ops/kernels/cpu_parallel.h"
-#include "tagflow/ops/kernels/random_kernels.h"
+#include "ops/kernels/cpu_parallel.h"
+#include "ops/kernels/random_kernels.h"
 
 namespace tagflow::detail::cpu_kernels {
 

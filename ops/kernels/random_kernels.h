@@ -24,8 +24,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "tagflow/ops/kernels/host_device.h"
-#include "tagflow/ops/kernels/philox.h"
+#include "ops/kernels/host_device.h"
+#include "ops/kernels/philox.h"
 
 namespace tagflow::detail {
 

@@ -15,8 +15,8 @@
 
 #include <algorithm>
 
-#include "tagflow/ops/kernels/cuda_check.h"
-#include "tagflow/ops/kernels/reduce_kernels.h"
+#include "ops/kernels/cuda_check.h"
+#include "ops/kernels/reduce_kernels.h"
 
 namespace tagflow::detail::gpu_kernels {
 

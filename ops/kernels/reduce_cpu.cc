@@ -6,8 +6,8 @@
 #include <cmath>
 #include <vector>
 
-#include "tagflow/ops/kernels/cpu_parallel.h"
-#include "tagflow/ops/kernels/reduce_kernels.h"
+#include "ops/kernels/cpu_parallel.h"
+#include "ops/kernels/reduce_kernels.h"
 
 namespace tagflow::detail {
 

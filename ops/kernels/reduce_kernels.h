@@ -18,9 +18,9 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "tagflow/ops/dtype.h"
-#include "tagflow/ops/kernels/host_device.h"
-#include "tagflow/ops/shape.h"
+#include "ops/dtype.h"
+#include "ops/kernels/host_device.h"
+#include "ops/shape.h"
 
 namespace tagflow::detail {
 

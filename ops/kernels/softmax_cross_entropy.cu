@@ -20,9 +20,9 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "tagflow/ops/kernels/cuda_check.h"
-#include "tagflow/ops/kernels/reduce_kernels.h"
-#include "tagflow/ops/kernels/softmax_cross_entropy_kernels.h"
+#include "ops/kernels/cuda_check.h"
+#include "ops/kernels/reduce_kernels.h"
+#include "ops/kernels/softmax_cross_entropy_kernels.h"
 
 namespace tagflow::detail::gpu_kernels {
 

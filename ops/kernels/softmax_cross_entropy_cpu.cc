@@ -10,11 +10,11 @@
 #include <limits>
 #include <type_traits>
 
-#include "tagflow/engine/error.h"
-#include "tagflow/ops/kernels/cpu_parallel.h"
-#include "tagflow/ops/kernels/reduce_kernels.h"
-#include "tagflow/ops/kernels/softmax_cross_entropy_kernels.h"
-#include "tagflow/ops/softmax_cross_entropy.h"
+#include "engine/error.h"
+#include "ops/kernels/cpu_parallel.h"
+#include "ops/kernels/reduce_kernels.h"
+#include "ops/kernels/softmax_cross_entropy_kernels.h"
+#include "ops/softmax_cross_entropy.h"
 
 namespace tagflow::detail::cpu_kernels {
 

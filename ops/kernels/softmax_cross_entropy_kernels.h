@@ -18,9 +18,9 @@
 #include <cmath>
 #include <cstdint>
 
-#include "tagflow/ops/dtype.h"
-#include "tagflow/ops/kernels/host_device.h"
-#include "tagflow/ops/kernels/join_kernels.h"
+#include "ops/dtype.h"
+#include "ops/kernels/host_device.h"
+#include "ops/kernels/join_kernels.h"
 
 namespace tagflow::detail {
 

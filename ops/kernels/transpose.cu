@@ -3,8 +3,8 @@
 
 #include <cuda_runtime.h>
 
-#include "tagflow/ops/kernels/cuda_check.h"
-#include "tagflow/ops/kernels/transpose_kernels.h"
+#include "ops/kernels/cuda_check.h"
+#include "ops/kernels/transpose_kernels.h"
 
 namespace tagflow::detail::gpu_kernels {
 

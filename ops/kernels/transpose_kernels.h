@@ -4,9 +4,9 @@
 
 #include <cstdint>
 
-#include "tagflow/ops/dtype.h"
-#include "tagflow/ops/kernels/host_device.h"
-#include "tagflow/ops/shape.h"
+#include "ops/dtype.h"
+#include "ops/kernels/host_device.h"
+#include "ops/shape.h"
 
 namespace tagflow::detail {
 

@@ -1,11 +1,11 @@
-#include "tagflow/engine/context.h"
+#include "engine/context.h"
 
 #include <sstream>
 #include <unordered_set>
 
 #include <gtest/gtest.h>
 
-#include "tagflow/engine/error.h"
+#include "engine/error.h"
 
 namespace tagflow {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tagflow/engine/device_backend.h"
+#include "engine/detail/device_backend.h"
 
 namespace tagflow::detail {
 namespace {

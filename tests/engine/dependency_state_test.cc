@@ -3,7 +3,7 @@
 // several clients push and complete work are consistent and change nothing
 // the work computes.
 
-#include "tagflow/engine/dependency_state.h"
+#include "engine/dependency_state.h"
 
 #include <atomic>
 #include <chrono>
@@ -16,9 +16,9 @@
 
 #include <gtest/gtest.h>
 
-#include "tagflow/engine/engine.h"
-#include "tagflow/engine/error.h"
-#include "tagflow/engine/stream.h"
+#include "engine/engine.h"
+#include "engine/error.h"
+#include "engine/stream.h"
 #include "tests/engine/random_workload.h"
 #include "tests/engine/watchdog.h"
 

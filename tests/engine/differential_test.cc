@@ -39,10 +39,10 @@
 
 #include <gtest/gtest.h>
 
-#include "tagflow/engine/config.h"
-#include "tagflow/engine/engine.h"
-#include "tagflow/engine/inline_function.h"
-#include "tagflow/engine/stream.h"
+#include "engine/config.h"
+#include "engine/engine.h"
+#include "engine/inline_function.h"
+#include "engine/stream.h"
 #include "tests/engine/random_workload.h"
 #include "tests/engine/watchdog.h"
 

@@ -12,8 +12,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tagflow/engine/engine.h"
-#include "tagflow/engine/stream.h"
+#include "engine/engine.h"
+#include "engine/stream.h"
 
 namespace tagflow::testing {
 

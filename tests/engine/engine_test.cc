@@ -13,9 +13,9 @@
 
 #include <gtest/gtest.h>
 
-#include "tagflow/engine/engine.h"
-#include "tagflow/engine/error.h"
-#include "tagflow/engine/stream.h"
+#include "engine/engine.h"
+#include "engine/error.h"
+#include "engine/stream.h"
 #include "tests/engine/engine_fixture.h"
 #include "tests/engine/watchdog.h"
 

@@ -15,9 +15,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tagflow/engine/engine.h"
-#include "tagflow/engine/error.h"
-#include "tagflow/engine/profiler.h"
+#include "engine/engine.h"
+#include "engine/error.h"
+#include "engine/profiler.h"
+#include "engine/stream.h"
 #include "tests/engine/watchdog.h"
 
 namespace tagflow {

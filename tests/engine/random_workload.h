@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "tagflow/engine/context.h"
-#include "tagflow/engine/operation.h"
+#include "engine/context.h"
+#include "engine/operation.h"
 
 namespace tagflow::testing {
 

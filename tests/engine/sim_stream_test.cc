@@ -5,7 +5,7 @@
 // yet" is checked while the stream provably cannot progress. Every test runs
 // under a watchdog: a hang aborts with the test's name.
 
-#include "tagflow/engine/sim_stream.h"
+#include "engine/detail/sim_stream.h"
 
 #include <algorithm>
 #include <atomic>
@@ -25,7 +25,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tagflow/engine/engine.h"
+#include "engine/engine.h"
 #include "tests/engine/watchdog.h"
 
 namespace tagflow::detail {

@@ -8,9 +8,9 @@
 
 #include <gtest/gtest.h>
 
-#include "tagflow/engine/inline_function.h"
-#include "tagflow/engine/object_pool.h"
-#include "tagflow/engine/small_vector.h"
+#include "engine/detail/object_pool.h"
+#include "engine/inline_function.h"
+#include "engine/small_vector.h"
 
 namespace tagflow::detail {
 namespace {

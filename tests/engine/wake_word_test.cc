@@ -2,7 +2,7 @@
 // A lost wake-up shows as a consumer asleep with work pending: the watchdog
 // then fails the test instead of letting it hang.
 
-#include "tagflow/engine/wake_word.h"
+#include "engine/detail/wake_word.h"
 
 #include <atomic>
 #include <thread>

@@ -3,7 +3,7 @@
 // and an idle engine are not stalls; the signal prints the state of the
 // process-wide engine and leaves a program's own handler alone.
 
-#include "tagflow/engine/watchdog.h"
+#include "engine/watchdog.h"
 
 #include <signal.h>
 
@@ -18,9 +18,9 @@
 
 #include <gtest/gtest.h>
 
-#include "tagflow/engine/dump_signal.h"
-#include "tagflow/engine/engine.h"
-#include "tagflow/engine/error.h"
+#include "engine/dump_signal.h"
+#include "engine/engine.h"
+#include "engine/error.h"
 #include "tests/engine/watchdog.h"
 
 namespace tagflow::testing {

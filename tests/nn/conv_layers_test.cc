@@ -225,7 +225,7 @@ TEST(ConvLayersTest, AFileThatDoesNotFitTheNetworkNamesTheParameterAndChangesNot
   EXPECT_NE(shape_error.find("parameter '4.weight'"), std::string::npos) << shape_error;
   EXPECT_NE(shape_error.find("expected shape (100x400), the file has (120x400)"), std::string::npos)
       << shape_error;
-  EXPECT_THROW(wider.load_parameters(dir / "lenet.safetensors"), ParameterFileError);
+  EXPECT_THROW(wider.load_parameters(dir / "lenet.safetensors"), io::FileError);
   // Nothing was loaded, not even the parameters that fitted.
   for (float v : wider.structural_params()[0].second->data().to_vector<float>()) {
     ASSERT_EQ(v, 1.f);
@@ -250,8 +250,8 @@ TEST(ConvLayersTest, AFileThatDoesNotFitTheNetworkNamesTheParameterAndChangesNot
   EXPECT_NE(missing_error.find("missing from the file"), std::string::npos) << missing_error;
 
   // A tensor of the right name and shape but not float32.
-  save_safetensors(dir / "ints.safetensors", {{"0.weight", zeros({6, 1, 5, 5}, DType::kInt32)},
-                                              {"0.bias", zeros({6}, DType::kFloat32)}});
+  io::save_safetensors(dir / "ints.safetensors", {{"0.weight", zeros({6, 1, 5, 5}, DType::kInt32)},
+                                                  {"0.bias", zeros({6}, DType::kFloat32)}});
   nn::Sequential one_conv;
   one_conv.add(nn::Conv2D(6, 5));
   const std::string dtype_error =
@@ -260,7 +260,7 @@ TEST(ConvLayersTest, AFileThatDoesNotFitTheNetworkNamesTheParameterAndChangesNot
   EXPECT_NE(dtype_error.find("expected float32, the file has int32"), std::string::npos)
       << dtype_error;
 
-  EXPECT_THROW(net->load_parameters(dir / "no-such-file.safetensors"), ParameterFileError);
+  EXPECT_THROW(net->load_parameters(dir / "no-such-file.safetensors"), io::FileError);
   // The network still works after every failure.
   EXPECT_EQ((*net)(zeros({1, 1, 28, 28})).shape(), (Shape{1, 10}));
 }

@@ -80,7 +80,7 @@ TrainingRun train(const std::vector<Context>& devices, const std::string& optimi
     for (const NDArray& s : sums) total += s.asscalar<float>();
     run.losses.push_back(total);
   }
-  for (const ParameterPtr& p : net->collect_params()) {
+  for (const nn::ParameterPtr& p : net->collect_params()) {
     std::vector<std::vector<float>> copies;
     for (Context c : devices) copies.push_back(p->data(c).to_vector<float>());
     run.parameters.push_back(copies);
@@ -134,7 +134,7 @@ TEST(DataParallelTest, AggregatedGradientIsTheWholeBatchGradient) {
     loss_function((*net)(data.copyto(devices[0])), label.copyto(devices[0])).backward();
   }
   std::vector<std::vector<float>> whole;
-  for (const ParameterPtr& p : net->collect_params()) {
+  for (const nn::ParameterPtr& p : net->collect_params()) {
     whole.push_back(p->grad(devices[0]).to_vector<float>());
   }
   // The same batch split over the four devices, then aggregated.
@@ -149,7 +149,7 @@ TEST(DataParallelTest, AggregatedGradientIsTheWholeBatchGradient) {
   nn::Trainer trainer(net->collect_params(), "sgd", {.learning_rate = 0.1});
   trainer.allreduce_grads();
   std::size_t index = 0;
-  for (const ParameterPtr& p : net->collect_params()) {
+  for (const nn::ParameterPtr& p : net->collect_params()) {
     const std::vector<double> expected(whole[index].begin(), whole[index].end());
     for (Context c : devices) {
       testing::expect_close(p->grad(c).to_vector<float>(), expected, 1e-4, 1e-6,

@@ -8,8 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tagflow/nn/basic_layers.h"
-#include "tagflow/nn/loss.h"
+#include "nn/basic_layers.h"
+#include "nn/loss.h"
 #include "tagflow/tagflow.h"
 
 namespace tagflow {
@@ -50,7 +50,7 @@ TEST(LayersTest, SequentialNamesCollectsAndInitializesIdenticalCopiesOnEveryDevi
   nn::Sequential net;
   auto hidden = std::make_shared<nn::Dense>(4, "tanh", 6);
   net.add(hidden, nn::Dense(2, "", 4));
-  const ParameterDict params = net.collect_params();
+  const nn::ParameterDict params = net.collect_params();
   ASSERT_EQ(params.size(), 4u);
   EXPECT_EQ(params.get(hidden->weight()->name())->shape(), (Shape{4, 6}));
   EXPECT_NE(hidden->name().find("dense"), std::string::npos);

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tagflow/nn/split.h"
+#include "nn/split.h"
 #include "tagflow/tagflow.h"
 #include "tests/ops/test_util.h"
 

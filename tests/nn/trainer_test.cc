@@ -7,10 +7,10 @@
 
 #include <gtest/gtest.h>
 
-#include "tagflow/nn/basic_layers.h"
-#include "tagflow/nn/loss.h"
-#include "tagflow/nn/trainer.h"
-#include "tagflow/ops/optimizer_update.h"
+#include "nn/basic_layers.h"
+#include "nn/loss.h"
+#include "nn/trainer.h"
+#include "ops/optimizer_update.h"
 #include "tagflow/tagflow.h"
 
 namespace tagflow {
@@ -103,7 +103,7 @@ TEST(TrainerTest, ParametersOnSeveralDevicesGetTheSummedGradientAndStayIdentical
   ASSERT_EQ(two.size(), 2u);
   EXPECT_EQ(two[0], two[1]) << "the copies must stay identical";
   for (std::size_t i = 0; i < one[0].size(); ++i) EXPECT_NEAR(two[0][i], one[0][i], 1e-5);
-  EXPECT_THROW(nn::Trainer(ParameterDict(), "rmsprop"), Error);
+  EXPECT_THROW(nn::Trainer(nn::ParameterDict(), "rmsprop"), Error);
 }
 
 }  // namespace

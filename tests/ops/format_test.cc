@@ -2,7 +2,7 @@
 // of `print(<expression>)` in NumPy 1.24.2 (default print options), with the
 // expression in the comment beside it, where `f = np.float32`.
 
-#include "tagflow/ops/format.h"
+#include "ops/detail/format.h"
 
 #include <cstdint>
 #include <limits>
@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tagflow/engine/error.h"
+#include "engine/error.h"
 
 namespace tagflow::detail {
 namespace {

@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "tagflow/ops/kernels/philox.h"
+#include "ops/kernels/philox.h"
 #include "tagflow/tagflow.h"
 #include "tests/ops/test_util.h"
 

@@ -2,7 +2,7 @@
 // allocations, statistics computed by hand, the out-of-memory path, and
 // concurrent use.
 
-#include "tagflow/storage/pooled_allocator.h"
+#include "storage/detail/pooled_allocator.h"
 
 #include <atomic>
 #include <cstdlib>

@@ -3,7 +3,7 @@
 // memory returned only after the operations using it have finished, and
 // the TAGFLOW_MEMORY_LIMIT setting.
 
-#include "tagflow/storage/storage.h"
+#include "storage/storage.h"
 
 #include <atomic>
 #include <chrono>
@@ -13,8 +13,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tagflow/engine/engine.h"
-#include "tagflow/engine/stream.h"
+#include "engine/engine.h"
+#include "engine/stream.h"
 
 namespace tagflow {
 namespace {

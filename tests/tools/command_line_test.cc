@@ -41,6 +41,20 @@ TEST(CommandLine, RecognisesEverySubcommand) {
   }
 }
 
+TEST(CommandLine, VersionPrintsTheLibrarysVersion) {
+  CommandLine cli;
+  try {
+    parse(cli, {"--version"});
+    ADD_FAILURE() << "--version should end the parse";
+  } catch (const CLI::CallForVersion& version) {
+    testing::internal::CaptureStdout();
+    EXPECT_EQ(cli.exit(version), 0);
+    EXPECT_EQ(testing::internal::GetCapturedStdout(),
+              std::string("tagflow ") + TAGFLOW_VERSION_STRING + "\n");
+  }
+  EXPECT_STREQ(version_string(), TAGFLOW_VERSION_STRING);
+}
+
 TEST(CommandLine, StressOptionsReachTheRun) {
   CommandLine cli;
   parse(cli, {"stress", "--devices",         "cpu:1,gpu:2", "--clients", "5",      "--vars",

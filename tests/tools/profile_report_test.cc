@@ -8,8 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tagflow/engine/error.h"
-#include "tagflow/engine/profiler.h"
+#include "engine/error.h"
+#include "engine/profiler.h"
 #include "tagflow/tagflow.h"
 #include "tests/ops/test_util.h"
 #include "tools/profile_report.h"

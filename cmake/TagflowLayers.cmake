@@ -1,0 +1,36 @@
+# The library's layers (DESIGN.md's table), each its own object library:
+#
+#   tagflow_add_layer(<name> SOURCES <files>... [LAYERS <lower layers>...]
+#                     [PUBLIC_LIBS <libraries>...] [PRIVATE_LIBS <libraries>...])
+#
+# makes the target tagflow_<name>, which links the layers below it (LAYERS,
+# by name: engine storage ops io data dist nn models) and the third-party
+# libraries it uses itself. Every source includes headers by their path from
+# the repository's root ("engine/engine.h"); scripts/check-layers.sh refuses
+# an include that points up a layer. cmake/TagflowLibraries.cmake gathers the
+# layers into libtagflow.so and libtagflow.a.
+
+function(tagflow_add_layer name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "SOURCES;LAYERS;PUBLIC_LIBS;PRIVATE_LIBS")
+  set(target tagflow_${name})
+  add_library(${target} OBJECT ${arg_SOURCES})
+  target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
+  list(TRANSFORM arg_LAYERS PREPEND tagflow_)
+  target_link_libraries(${target}
+    PUBLIC ${arg_LAYERS} ${arg_PUBLIC_LIBS}
+    PRIVATE ${arg_PRIVATE_LIBS} tagflow_warnings)
+  # What a program linking the static library must link as well.
+  set_property(GLOBAL APPEND PROPERTY TAGFLOW_LAYER_LIBRARIES_${name}
+               ${arg_PUBLIC_LIBS} ${arg_PRIVATE_LIBS})
+endfunction()
+
+# The third-party libraries of the layers `names`, without duplicates.
+function(tagflow_layer_libraries out)
+  set(libraries)
+  foreach(name IN LISTS ARGN)
+    get_property(own GLOBAL PROPERTY TAGFLOW_LAYER_LIBRARIES_${name})
+    list(APPEND libraries ${own})
+  endforeach()
+  list(REMOVE_DUPLICATES libraries)
+  set(${out} ${libraries} PARENT_SCOPE)
+endfunction()

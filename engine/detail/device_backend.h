@@ -1,0 +1,40 @@
+#pragma once
+// DeviceBackend: where GPUs come from. The simulated backend (TAGFLOW_SIM_GPUS)
+// backs each GPU with host threads; the CUDA backend uses the driver.
+// Internal to engine/.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/config.h"
+#include "engine/stream.h"
+
+namespace tagflow::detail {
+
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend() = default;
+  /// The GPUs of this backend, in index order.
+  virtual const std::vector<GpuInfo>& devices() const = 0;
+  /// A new stream on `ctx` (a GPU of this backend).
+  virtual std::unique_ptr<Stream> make_stream(Context ctx, QueueKind kind) = 0;
+  /// One line on the backend's state, e.g. "no GPU: CUDA driver not found".
+  virtual std::string status() const = 0;
+};
+
+/// Simulated GPUs when `config.sim_gpus > 0`, else the CUDA backend when it
+/// was built and finds a driver, else a backend with no devices.
+std::unique_ptr<DeviceBackend> make_device_backend(const EngineConfig& config);
+
+/// N simulated GPUs backed by host memory and one thread per stream.
+std::unique_ptr<DeviceBackend> make_sim_backend(int num_gpus);
+
+/// The CUDA backend, or null when CUDA was not built or no driver/device is
+/// usable; `why_not` then says why.
+std::unique_ptr<DeviceBackend> make_cuda_backend(std::string& why_not);
+
+/// Build facts for `tagflow info`: CUDA on/off and library versions.
+std::vector<std::pair<std::string, std::string>> build_info();
+
+}  // namespace tagflow::detail

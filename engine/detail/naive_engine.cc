@@ -1,0 +1,205 @@
+#include "engine/detail/naive_engine.h"
+
+#include <spdlog/spdlog.h>
+
+#include "engine/detail/worker_pool.h"
+#include "engine/error.h"
+
+namespace tagflow::detail {
+
+NaiveEngine::NaiveEngine(const EngineConfig& config)
+    : config_(config), backend_(make_device_backend(config)) {}
+
+NaiveEngine::~NaiveEngine() {
+  if (first_error_) {
+    spdlog::warn("engine shut down with an operation error never waited for: {}",
+                 describe(first_error_));
+  }
+}
+
+VarHandle NaiveEngine::new_var() { return new VarBlock; }
+
+void NaiveEngine::delete_var(VarHandle var, VarDeleter on_deleted) {
+  TAGFLOW_CHECK(var != nullptr, "delete_var: expected a variable, got null");
+  // Every operation has completed, device work included (push synchronises).
+  {
+    std::lock_guard lock(mutex_);
+    profiled_writers_.erase(var);
+  }
+  delete var;
+  if (on_deleted) run_deleter(on_deleted);
+}
+
+Stream* NaiveEngine::stream_for(Context ctx, QueueKind queue) {
+  if (!ctx.is_gpu()) {
+    TAGFLOW_CHECK_AS(DeviceError, ctx.index >= 0, "push: {} is not a valid device", ctx.str());
+    return nullptr;
+  }
+  const int n = num_gpus();
+  if (ctx.index < 0 || ctx.index >= n) {
+    throw_error<DeviceError>("push: operation targets {} but {}", ctx.str(),
+                             n == 0
+                                 ? std::string("there is no GPU (") + backend_->status() + ")"
+                                 : fmt::format("only {} GPU(s) exist: gpu(0)..gpu({})", n, n - 1));
+  }
+  auto& stream = streams_[{ctx.index, queue}];
+  if (!stream) stream = backend_->make_stream(ctx, queue);
+  return stream.get();
+}
+
+void NaiveEngine::push(Operation op) {
+  TAGFLOW_CHECK(static_cast<bool>(op.fn), "push: operation '{}' has no closure", op.name);
+  std::lock_guard lock(mutex_);
+  Stream* stream = stream_for(op.ctx, op.queue);
+  OpBlock block;
+  block.name = op.name;
+  block.ctx = op.ctx;
+  block.engine = this;
+  block.set_deps(op.reads, op.writes);
+  block.fn = std::move(op.fn);
+  block.seq = next_seq_++;
+  pushed_.fetch_add(1, std::memory_order_relaxed);
+  if (profiling()) [[unlikely]] {
+    // Pushed, ready and started at once: the naive engine runs it here.
+    block.profile = new ProfileMarks{.name = block.name,
+                                     .ctx = block.ctx,
+                                     .queue = op.queue,
+                                     .priority = op.priority,
+                                     .seq = block.seq,
+                                     .pushed = profiler_now()};
+    block.profile->ready = block.profile->started = block.profile->pushed;
+    for (const Dep& d : block.deps) {
+      const auto writer = profiled_writers_.find(d.var);
+      if (reads_value(d.access) && writer != profiled_writers_.end()) {
+        record_flow(writer->second, block.seq);
+      }
+      if (is_write(d.access)) profiled_writers_[d.var] = block.seq;
+    }
+  } else if (!profiled_writers_.empty()) {
+    for (const Dep& d : block.deps) {
+      if (is_write(d.access)) profiled_writers_.erase(d.var);
+    }
+  }
+  for (const Dep& d : block.deps) {
+    if (reads_value(d.access) && d.var->error) {
+      block.error = d.var->error;  // inherited: skipped
+      break;
+    }
+  }
+  if (!block.error) {
+    block.stage.store(OperationStage::kRunning, std::memory_order_relaxed);
+    {
+      std::lock_guard running_lock(running_mutex_);
+      running_.push_back(&block);
+    }
+    WorkerIdentity& me = this_worker();
+    const char* outer = std::exchange(me.running, block.name);
+    RunContext rc{block.ctx, stream, 0};
+    if (block.profile != nullptr && stream != nullptr) [[unlikely]] {
+      stream->enqueue_timestamp(&block.profile->device_started);
+    }
+    try {
+      if (!block.fn.is_async()) {
+        block.fn.body()(rc, nullptr);
+      } else {
+        WaitSignal finished;
+        block.signal = &finished;
+        std::exception_ptr launch_error;
+        {
+          Completion completion = OpBlock::make_completion(&block);
+          try {
+            block.fn.body()(rc, &completion);
+          } catch (...) {
+            launch_error = std::current_exception();
+          }
+        }                    // a Completion the closure did not take is dropped here: fails the op
+        me.running = outer;  // the wait below is ours, not the operation's
+        block.stage.store(OperationStage::kLaunched, std::memory_order_relaxed);
+        finished.wait();
+        if (launch_error) std::rethrow_exception(launch_error);
+        if (finished.error) std::rethrow_exception(finished.error);
+      }
+      if (stream != nullptr) {
+        if (block.profile != nullptr) [[unlikely]] {
+          stream->enqueue_timestamp(&block.profile->device_ended);
+        }
+        stream->synchronize(stream->record());
+        // Device work failing is sticky on the stream: the first failure is
+        // this operation's.
+        std::exception_ptr device_error = stream->error();
+        if (device_error && reported_.insert(stream).second) std::rethrow_exception(device_error);
+      }
+    } catch (...) {
+      block.error = block.wrap(std::current_exception());
+    }
+    me.running = outer;
+    std::lock_guard running_lock(running_mutex_);
+    running_.pop_back();
+  }
+  if (block.profile != nullptr) [[unlikely]] {
+    ProfileMarks* marks = std::exchange(block.profile, nullptr);
+    marks->ended = profiler_now();
+    marks->failed = block.error != nullptr;
+    bool handed_on = stream == nullptr;
+    if (handed_on) record_op(marks);
+    try {  // device times are written once the stream passes them; then this
+      if (!handed_on) stream->when_finished(stream->record(), [marks] { record_op(marks); });
+      handed_on = true;
+    } catch (...) {
+    }
+    if (!handed_on) {  // a broken stream: as in the threaded engine
+      auto* copy = new ProfileMarks(*marks);
+      copy->device_started = copy->device_ended = -1;
+      record_op(copy);
+    }
+  }
+  if (block.error && !first_error_) first_error_ = block.error;
+  for (const Dep& d : block.deps) {
+    if (is_write(d.access)) d.var->error = block.error;
+  }
+  completed_.fetch_add(1, std::memory_order_relaxed);
+}
+
+OperationCounts NaiveEngine::operation_counts() const {
+  const std::uint64_t completed = completed_.load(std::memory_order_relaxed);
+  return {pushed_.load(std::memory_order_relaxed), completed};
+}
+
+DependencyState NaiveEngine::dependency_state() {
+  check_not_inside_operation("dependency_state");
+  DependencyState state;
+  state.counts = operation_counts();
+  std::lock_guard lock(running_mutex_);
+  for (const OpBlock* op : running_) {
+    PendingOperation& p = state.operations.emplace_back();
+    p.seq = op->seq;
+    p.name = op->name;
+    p.ctx = op->ctx;
+    p.stage = op->stage.load(std::memory_order_relaxed);
+    for (const Dep& d : op->deps) (is_write(d.access) ? p.writes : p.reads).push_back(d.var);
+  }
+  return state;
+}
+
+void NaiveEngine::complete_async(OpBlock* op, std::exception_ptr error) {
+  op->signal->notify(std::move(error));
+}
+
+void NaiveEngine::rethrow_error_of(VarHandle var, const char* what) {
+  check_not_inside_operation(what);
+  TAGFLOW_CHECK(var != nullptr, "{}: expected a variable, got null", what);
+  std::lock_guard lock(mutex_);
+  if (var->error) std::rethrow_exception(var->error);
+}
+
+void NaiveEngine::wait_to_read(VarHandle var) { rethrow_error_of(var, "wait_to_read"); }
+
+void NaiveEngine::wait_to_write(VarHandle var) { rethrow_error_of(var, "wait_to_write"); }
+
+void NaiveEngine::wait_for_all() {
+  check_not_inside_operation("wait_for_all");
+  std::lock_guard lock(mutex_);
+  if (auto error = std::exchange(first_error_, nullptr)) std::rethrow_exception(error);
+}
+
+}  // namespace tagflow::detail

@@ -1,0 +1,57 @@
+#include "engine/detail/object_pool.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace tagflow::detail {
+
+namespace {
+constexpr std::size_t kSlotsPerChunk = 256;
+}
+
+ObjectPoolCache* ObjectPoolRegistry::adopt() {
+  std::lock_guard lock(mutex_);
+  if (!idle_.empty()) {
+    ObjectPoolCache* cache = idle_.back();
+    idle_.pop_back();
+    return cache;
+  }
+  auto* cache = new ObjectPoolCache(this);
+  all_.push_back(cache);
+  return cache;
+}
+
+void ObjectPoolRegistry::release(ObjectPoolCache* cache) {
+  std::lock_guard lock(mutex_);
+  idle_.push_back(cache);
+}
+
+void* ObjectPoolRegistry::new_chunk(std::size_t stride, std::size_t slots) {
+  void* chunk = ::operator new (stride* slots, std::align_val_t{64});
+  std::memset(chunk, 0, stride * slots);
+  std::lock_guard lock(mutex_);
+  chunks_.push_back(Chunk{chunk, stride, slots});
+  return chunk;
+}
+
+ObjectPoolCache::ObjectPoolCache(ObjectPoolRegistry* registry)
+    : registry_(registry),
+      header_offset_(registry->header_offset()),
+      // Object and header rounded up to whole cache lines.
+      stride_((registry->header_offset() + sizeof(PoolSlotHeader) + 63) / 64 * 64) {}
+
+PoolSlotHeader* ObjectPoolCache::refill() {
+  PoolSlotHeader* taken = remote_.exchange(nullptr, std::memory_order_acquire);
+  if (taken != nullptr) return taken;
+  auto* bytes = static_cast<unsigned char*>(registry_->new_chunk(stride_, kSlotsPerChunk));
+  PoolSlotHeader* head = nullptr;
+  for (std::size_t i = kSlotsPerChunk; i-- > 0;) {
+    auto* slot = reinterpret_cast<PoolSlotHeader*>(bytes + i * stride_ + header_offset_);
+    slot->owner = this;
+    slot->next = head;
+    head = slot;
+  }
+  return head;
+}
+
+}  // namespace tagflow::detail

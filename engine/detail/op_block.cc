@@ -1,0 +1,45 @@
+#include "engine/detail/op_block.h"
+
+#include <algorithm>
+
+#include "engine/error.h"
+
+namespace tagflow::detail {
+
+void OpBlock::set_deps(const VarList& reads, const VarList& writes) {
+  deps.reserve(reads.size() + writes.size());
+  for (VarHandle v : writes) deps.push_back(Dep{v, Access::kWrite});
+  for (VarHandle v : reads) deps.push_back(Dep{v, Access::kRead});
+  for (const Dep& d : deps) {
+    TAGFLOW_CHECK(d.var != nullptr, "push: operation '{}' lists a null variable", name);
+  }
+  // Address order: pushers lock an operation's variables in one global order.
+  // Lists are short: insertion sort up to a handful, std::sort beyond.
+  const auto by_address = [](const Dep& a, const Dep& b) { return a.var < b.var; };
+  if (deps.size() <= 8) {
+    for (std::size_t i = 1; i < deps.size(); ++i) {
+      const Dep d = deps[i];
+      std::size_t j = i;
+      for (; j > 0 && by_address(d, deps[j - 1]); --j) deps[j] = deps[j - 1];
+      deps[j] = d;
+    }
+  } else {
+    std::sort(deps.begin(), deps.end(), by_address);
+  }
+  // Merge repeats: a variable both read and written is modified in place.
+  std::size_t kept = deps.empty() ? 0 : 1;
+  for (std::size_t i = 1; i < deps.size(); ++i) {
+    if (deps[kept - 1].var == deps[i].var) {
+      if (deps[kept - 1].access != deps[i].access) deps[kept - 1].access = Access::kReadWrite;
+    } else {
+      deps[kept++] = deps[i];
+    }
+  }
+  deps.truncate(kept);
+}
+
+std::exception_ptr OpBlock::wrap(std::exception_ptr cause) const {
+  return std::make_exception_ptr(OperationError(name, ctx, std::move(cause)));
+}
+
+}  // namespace tagflow::detail

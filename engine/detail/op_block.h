@@ -1,0 +1,143 @@
+#pragma once
+// OpBlock: an operation as the engine keeps it between push and completion.
+// Internal to engine/.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "engine/dependency_state.h"
+#include "engine/detail/object_pool.h"
+#include "engine/detail/profile_marks.h"
+#include "engine/detail/var_block.h"
+#include "engine/operation.h"
+
+namespace tagflow::detail {
+
+class WorkerPool;
+class EngineCore;
+
+/// What the engine does with an operation once it may run.
+enum class OpKind : std::uint8_t {
+  kUser,    ///< run its closure on a worker of its device
+  kWait,    ///< wake a host thread blocked in wait_to_read / wait_to_write
+  kDelete,  ///< free its (only) variable
+};
+
+/// A blocked host thread's rendezvous with a kWait operation. Notified
+/// under its mutex, so the waiter may destroy it as soon as it wakes.
+struct WaitSignal {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool done = false;
+  std::exception_ptr error;
+
+  void notify(std::exception_ptr e) {
+    std::lock_guard lock(mutex);
+    error = std::move(e);
+    done = true;
+    cv.notify_one();
+  }
+  void wait() {
+    std::unique_lock lock(mutex);
+    cv.wait(lock, [&] { return done; });
+  }
+};
+
+/// An edge that did not fit in its predecessor's inline successor slots:
+/// pooled, owned by the operation it leads to.
+struct OverflowEdge : Pooled<OverflowEdge> {
+  Edge edge;
+  OverflowEdge* owned_next = nullptr;
+};
+
+struct alignas(64) OpBlock : Pooled<OpBlock> {
+  /// Successors kept inline; more go to the overflow stack.
+  static constexpr std::uint32_t kInlineSuccessors = 5;
+  /// Set in `successor_count` once the operation has completed.
+  static constexpr std::uint32_t kCompleted = 1u << 31;
+  /// Marks the closed overflow stack.
+  static inline Edge* const kClosed = reinterpret_cast<Edge*>(std::uintptr_t{1});
+
+  // First cache line: what later pushes look at and fill in (Note
+  // [Dependencies as edges]), and what this operation reads when it
+  // completes: its successors, in push order, then the overflow stack.
+  std::atomic<std::uint32_t> successor_count{0};
+  /// Edges not yet satisfied (+1 while being pushed); then, for a host
+  /// operation, device fences not yet finished; for an asynchronous one, the
+  /// references of its launcher and its Completion.
+  std::atomic<std::int32_t> pending{0};
+  std::uint64_t seq = 0;  ///< push sequence number, unique per engine
+  std::atomic<OpBlock*> inline_successors[kInlineSuccessors] = {};
+  std::atomic<Edge*> overflow{nullptr};
+
+  int priority = 0;
+  OpKind kind = OpKind::kUser;
+  QueueKind queue = QueueKind::kCompute;
+  /// What it is doing, for the dependency dump only (relaxed stores).
+  std::atomic<OperationStage> stage{OperationStage::kWaiting};
+  /// Overflow edges into this operation, freed with it.
+  OverflowEdge* owned_edges = nullptr;
+  Context ctx;
+  const char* name = "op";
+  /// Where it runs (threaded engine); null for host operations.
+  WorkerPool* pool = nullptr;
+  /// Set while the profiler records (engine/profile_marks.h); next to what
+  /// the hand-over reads anyway, so that checking it costs no cache miss.
+  ProfileMarks* profile = nullptr;
+  EngineCore* engine = nullptr;
+  /// Ready-queue link.
+  OpBlock* next = nullptr;
+
+  OpFunction fn;
+  SmallVector<Dep, 3> deps;
+
+  /// Failure of this operation, or the error it inherited (then it is skipped).
+  std::exception_ptr error;
+  /// What its closure threw, and what its Completion reported (async).
+  std::exception_ptr launch_error;
+  std::exception_ptr async_error;
+  /// The end of this operation's device work (GPU operations).
+  Fence fence;
+  /// Device fences its stream must wait on first (GPU operations fed by
+  /// another stream; rare, so kept out of line).
+  std::unique_ptr<std::vector<Fence>> stream_waits;
+  WaitSignal* signal = nullptr;
+
+  /// True once the operation has completed (its record may since have been
+  /// recycled: check `seq` first).
+  bool completed() const {
+    return (successor_count.load(std::memory_order_acquire) & kCompleted) != 0;
+  }
+  ~OpBlock() {
+    while (owned_edges != nullptr) delete std::exchange(owned_edges, owned_edges->owned_next);
+  }
+  OpBlock() = default;
+  OpBlock(const OpBlock&) = delete;
+  OpBlock& operator=(const OpBlock&) = delete;
+
+  /// Fills `deps` from the operation's lists: duplicates merged, a variable
+  /// in both lists becomes kReadWrite, sorted by address for locking.
+  void set_deps(const VarList& reads, const VarList& writes);
+  /// Wraps an exception thrown by this operation into an OperationError
+  /// naming it (errors it inherited are passed on unchanged).
+  std::exception_ptr wrap(std::exception_ptr cause) const;
+  /// Completion handed to an asynchronous closure.
+  static Completion make_completion(OpBlock* op) { return Completion(op); }
+};
+
+/// Called by Completion::done / fail (implemented by each engine).
+class EngineCore {
+ public:
+  virtual void complete_async(OpBlock* op, std::exception_ptr error) = 0;
+
+ protected:
+  ~EngineCore() = default;
+};
+
+}  // namespace tagflow::detail

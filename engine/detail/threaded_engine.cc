@@ -1,0 +1,568 @@
+#include "engine/detail/threaded_engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "engine/detail/nvtx_range.h"
+#include "engine/error.h"
+
+namespace tagflow::detail {
+
+namespace {
+
+/// At most this many operations run back to back on one worker through
+/// inline hand-over, before it goes back to its queue (fairness).
+constexpr int kMaxInlineRun = 256;
+
+}  // namespace
+
+ThreadedEngine::ThreadedEngine(const EngineConfig& config)
+    : config_(config),
+      backend_(make_device_backend(config)),
+      cores_(static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {
+  TAGFLOW_CHECK(static_cast<int>(backend_->devices().size()) <= kMaxGpus,
+                "engine: at most {} GPUs are supported, found {}", kMaxGpus,
+                backend_->devices().size());
+  if (config_.profiler) g_profiling.fetch_add(1, std::memory_order_relaxed);  // TAGFLOW_PROFILER
+  enroll();
+}
+
+ThreadedEngine::~ThreadedEngine() {
+  drain();
+  withdraw();
+  if (config_.profiler) g_profiling.fetch_sub(1, std::memory_order_relaxed);
+  // A Completion called from a client thread may still be on its way out of
+  // complete_async() after the count that released drain().
+  while (completers_inside_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+  for (auto& pool : owned_pools_) pool->stop();
+  if (has_error_.load()) {
+    spdlog::warn("engine shut down with an operation error never waited for: {}",
+                 describe(first_error_));
+  }
+}
+
+// --- devices -----------------------------------------------------------------
+
+WorkerPool* ThreadedEngine::pool_for(const char* op_name, Context ctx, QueueKind queue) {
+  int slot;
+  if (ctx.is_gpu()) {
+    const int n = num_gpus();
+    if (ctx.index < 0 || ctx.index >= n) [[unlikely]] {
+      throw_error<DeviceError>(
+          "push: operation '{}' targets {} but {}", op_name, ctx.str(),
+          n == 0 ? std::string("there is no GPU (") + backend_->status() + ")"
+                 : fmt::format("only {} GPU(s) exist: gpu(0)..gpu({})", n, n - 1));
+    }
+    slot = kMaxCpuDevices + 2 * ctx.index + (queue == QueueKind::kCopy ? 1 : 0);
+  } else {
+    if (ctx.index < 0 || ctx.index >= kMaxCpuDevices) [[unlikely]] {
+      throw_error<DeviceError>("push: operation '{}' targets {}; CPU device indices are 0..{}",
+                               op_name, ctx.str(), kMaxCpuDevices - 1);
+    }
+    slot = ctx.index;  // cpu_pinned(i) runs on cpu(i)'s pool
+  }
+  WorkerPool* pool = pools_[static_cast<std::size_t>(slot)].load(std::memory_order_acquire);
+  if (pool == nullptr) [[unlikely]]
+    pool = create_pool(slot, ctx, queue);
+  return pool;
+}
+
+WorkerPool* ThreadedEngine::create_pool(int slot, Context ctx, QueueKind queue) {
+  std::lock_guard lock(pools_mutex_);
+  auto& entry = pools_[static_cast<std::size_t>(slot)];
+  if (WorkerPool* existing = entry.load(std::memory_order_relaxed)) return existing;
+  std::unique_ptr<WorkerPool> pool;
+  if (ctx.is_gpu()) {
+    pool = std::make_unique<WorkerPool>(*this, ctx, queue, 1, backend_->make_stream(ctx, queue));
+  } else {
+    pool = std::make_unique<WorkerPool>(*this, cpu(ctx.index), QueueKind::kCompute,
+                                        config_.cpu_workers, nullptr);
+  }
+  spdlog::debug("engine: started {} {} queue with {} worker(s)", pool->context().str(),
+                queue == QueueKind::kCopy ? "copy" : "compute", pool->num_workers());
+  worker_threads_.fetch_add(pool->num_workers(), std::memory_order_relaxed);
+  entry.store(pool.get(), std::memory_order_release);
+  const int started = num_started_.load(std::memory_order_relaxed);
+  started_[static_cast<std::size_t>(started)] = pool.get();
+  num_started_.store(started + 1, std::memory_order_release);
+  owned_pools_.push_back(std::move(pool));
+  return owned_pools_.back().get();
+}
+
+// --- variables ----------------------------------------------------------------
+
+VarHandle ThreadedEngine::new_var() { return new VarBlock; }
+
+void ThreadedEngine::delete_var(VarHandle var, VarDeleter on_deleted) {
+  TAGFLOW_CHECK(var != nullptr, "delete_var: expected a variable, got null");
+  std::unique_lock lock(push_lock_);
+  if (!profiled_writers_.empty()) profiled_writers_.erase(var);
+  if (idle(*var)) {
+    // Nothing pending and no device work in flight: no operation needed.
+    // (Arrays die at the rate of operations; most are idle by then.)
+    lock.unlock();
+    delete var;
+    if (on_deleted) run_deleter(on_deleted);
+    return;
+  }
+  auto* op = new OpBlock;
+  op->name = "delete_var";
+  op->kind = OpKind::kDelete;
+  op->engine = this;
+  if (on_deleted) {
+    op->fn = [d = std::move(on_deleted)](const RunContext&) mutable { run_deleter(d); };
+  }
+  op->deps.push_back(Dep{var, Access::kWrite});
+  submit(op);
+}
+
+// --- push: appending claims ----------------------------------------------------
+
+void ThreadedEngine::push(Operation op) {
+  TAGFLOW_CHECK(static_cast<bool>(op.fn), "push: operation '{}' has no closure", op.name);
+  for (VarHandle v : op.reads) {
+    TAGFLOW_CHECK(v != nullptr, "push: operation '{}' lists a null variable in reads", op.name);
+  }
+  for (VarHandle v : op.writes) {
+    TAGFLOW_CHECK(v != nullptr, "push: operation '{}' lists a null variable in writes", op.name);
+  }
+  WorkerPool* pool = pool_for(op.name, op.ctx, op.queue);
+  {
+    std::lock_guard lock(push_lock_);
+    // Ask for the earlier operations' first lines before building the record,
+    // so the transfers overlap with that work (see submit()).
+    for (VarHandle v : op.writes) prefetch_predecessors(*v, true);
+    for (VarHandle v : op.reads) prefetch_predecessors(*v, false);
+    auto* block = new OpBlock;
+    block->name = op.name;
+    block->ctx = op.ctx;
+    block->priority = op.priority;
+    block->queue = op.queue;
+    block->pool = pool;
+    block->engine = this;
+    block->set_deps(op.reads, op.writes);
+    block->fn = std::move(op.fn);
+    if (profiling()) [[unlikely]] {
+      block->profile = new ProfileMarks{.pushed = profiler_now()};
+    }
+    submit(block);
+  }
+  thread_local std::uint32_t pushes = 0;
+  if ((++pushes & 63) == 0 && config_.max_pending > 0 && this_worker().pool == nullptr) {
+    throttle();
+  }
+}
+
+std::uint64_t ThreadedEngine::completed_count() const {
+  std::uint64_t completed = external_completed_.load(std::memory_order_seq_cst);
+  const int n = num_started_.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i) completed += started_[static_cast<std::size_t>(i)]->completed();
+  return completed;
+}
+
+void ThreadedEngine::throttle() {
+  // See Note [Bounded run-ahead].
+  const auto limit = static_cast<std::uint64_t>(config_.max_pending);
+  std::uint64_t completed = completed_count();
+  if (pushed_.load(std::memory_order_relaxed) - completed <= limit) return;
+  auto last_progress = std::chrono::steady_clock::now();
+  for (int round = 0; pushed_.load(std::memory_order_relaxed) - completed > limit / 2; ++round) {
+    if (round < 16) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    const std::uint64_t now_completed = completed_count();
+    const auto now = std::chrono::steady_clock::now();
+    if (now_completed != completed) {
+      completed = now_completed;
+      last_progress = now;
+    } else if (now - last_progress > std::chrono::milliseconds(20)) {
+      return;  // stalled: the backlog may wait on this very thread
+    }
+  }
+}
+
+void ThreadedEngine::submit(OpBlock* op) {
+  pushed_.fetch_add(1, std::memory_order_relaxed);
+  op->seq = next_seq_++;
+  if (op->profile != nullptr || !profiled_writers_.empty()) [[unlikely]]
+    note_flows(*op);
+  // At most one edge per read, one per pending reader (or the writer) per write.
+  std::size_t most_edges = 0;
+  for (const Dep& d : op->deps) {
+    VarBlock& v = *d.var;
+    if (is_write(d.access)) {
+      drop_completed_readers(v);
+      most_edges += std::max<std::size_t>(1, v.readers.size());
+    } else {
+      most_edges += 1;
+    }
+  }
+  const std::size_t most = most_edges + 1;  // and the pusher's own reference
+  op->pending.store(static_cast<std::int32_t>(most), std::memory_order_relaxed);
+  std::int32_t edges = 0;
+  for (const Dep& d : op->deps) {
+    VarBlock& v = *d.var;
+    if (!is_write(d.access)) {
+      // A writer found completed is forgotten: later readers of a variable
+      // written long ago then look at nothing (the readers workload).
+      if (!add_edge(v.last_writer, op, edges)) v.last_writer = OpRef{};
+      if (v.readers.size() >= v.prune_at) {
+        drop_completed_readers(v);
+        v.prune_at = static_cast<std::uint32_t>(std::max<std::size_t>(8, 2 * v.readers.size()));
+      }
+      v.readers.push_back(OpRef{op, op->seq});
+    } else {
+      bool after_readers = false;
+      for (const OpRef& r : v.readers) after_readers = add_edge(r, op, edges) || after_readers;
+      // Readers follow the writer: with none pending, the writer is what is left.
+      if (!after_readers) add_edge(v.last_writer, op, edges);
+      v.readers.clear();
+      v.prune_at = 8;
+      v.last_writer = OpRef{op, op->seq};
+    }
+  }
+  // Give back the edges not made, and the pusher's own reference.
+  const auto unused = static_cast<std::int32_t>(most) - edges;
+  if (op->pending.fetch_sub(unused, std::memory_order_acq_rel) == unused) on_ready(op, nullptr);
+}
+
+void ThreadedEngine::prefetch_predecessors(const VarBlock& var, bool write) {
+  // The earlier operations' first lines were last written by the workers
+  // that completed them: asking for all of them at once makes the misses
+  // overlap instead of following one another in add_edge().
+  // A read, not a write, prefetch: the record may have been recycled for an
+  // operation a worker is running right now, which must keep its line.
+  if (var.last_writer.op != nullptr) __builtin_prefetch(var.last_writer.op, 0, 3);
+  if (write) {
+    for (const OpRef& r : var.readers) __builtin_prefetch(r.op, 0, 3);
+  }
+}
+
+bool ThreadedEngine::idle(VarBlock& var) {
+  // Under the push lock: no new operation can claim `var` meanwhile. An
+  // operation's completed bit is set after it has left its variables, so
+  // once it is seen, the variable's fences are final and may be read.
+  const OpRef& writer = var.last_writer;
+  if (writer.op != nullptr && writer.op->seq == writer.seq && !writer.op->completed()) return false;
+  drop_completed_readers(var);
+  if (!var.readers.empty()) return false;
+  auto finished = [](const Fence& f) { return !f || f.stream->finished(f.seq); };
+  if (!finished(var.write_fence)) return false;
+  for (const Fence& f : var.read_fences) {
+    if (!finished(f)) return false;
+  }
+  return true;
+}
+
+void ThreadedEngine::drop_completed_readers(VarBlock& var) {
+  // Ask for every record first: the misses then overlap.
+  for (const OpRef& r : var.readers) __builtin_prefetch(r.op, 0, 3);
+  std::size_t kept = 0;
+  for (const OpRef& r : var.readers) {
+    if (r.op->seq == r.seq && !r.op->completed()) {
+      var.readers[kept++] = r;
+    }
+  }
+  var.readers.truncate(kept);
+}
+
+bool ThreadedEngine::add_edge(const OpRef& pred, OpBlock* op, std::int32_t& edges) {
+  // A recycled record (other sequence number) completed long ago.
+  if (pred.op == nullptr || pred.op->seq != pred.seq) return false;
+  OpBlock& p = *pred.op;
+  // An inline slot: filled first, then claimed by advancing the count; the
+  // completion bit, once set, makes every claim fail.
+  std::uint32_t n = p.successor_count.load(std::memory_order_acquire);
+  while (n < OpBlock::kInlineSuccessors) {
+    p.inline_successors[n].store(op, std::memory_order_relaxed);
+    if (p.successor_count.compare_exchange_weak(n, n + 1, std::memory_order_release,
+                                                std::memory_order_acquire)) {
+      ++edges;
+      return true;
+    }
+  }
+  if ((n & OpBlock::kCompleted) != 0) return false;
+  // Slots full: an overflow edge on the predecessor's stack.
+  auto* node = new OverflowEdge;
+  node->edge.to = op;
+  Edge* head = p.overflow.load(std::memory_order_acquire);
+  do {
+    if (head == OpBlock::kClosed) {
+      delete node;
+      return false;
+    }
+    node->edge.next = head;
+  } while (!p.overflow.compare_exchange_weak(head, &node->edge, std::memory_order_acq_rel,
+                                             std::memory_order_acquire));
+  node->owned_next = op->owned_edges;
+  op->owned_edges = node;
+  ++edges;
+  return true;
+}
+
+// --- completion: following edges -----------------------------------------------
+
+void ThreadedEngine::leave_on(const Dep& dep, const OpBlock& op) {
+  VarBlock& v = *dep.var;
+  if (!is_write(dep.access)) {
+    if (op.fence) {
+      std::lock_guard lock(v.lock);
+      v.add_read_fence(op.fence);
+    }
+    return;
+  }
+  if (op.kind != OpKind::kUser) return;  // waits and deletions leave nothing
+  // Writers run alone: no lock needed. Skip stores that change nothing, so
+  // that CPU operations without errors leave the line shared.
+  if (v.error != op.error) v.error = op.error;
+  if (v.write_fence.stream != op.fence.stream || v.write_fence.seq != op.fence.seq) {
+    v.write_fence = op.fence;
+  }
+  if (!v.read_fences.empty()) v.read_fences.clear();
+}
+
+void ThreadedEngine::complete(OpBlock* op, Followers* followers) {
+  if (op->error && op->kind == OpKind::kUser) record_error(op->error);
+  for (const Dep& d : op->deps) leave_on(d, *op);
+  if (op->kind == OpKind::kDelete) {
+    if (op->fn) op->fn.body()(RunContext{}, nullptr);
+    delete op->deps[0].var;  // nothing can follow it
+  }
+  // Close the slots and the overflow stack, then release the successors in
+  // push order: the slots first, then the stack (newest first, so reversed).
+  // Each successor's first line is fetched for writing up front, so that the
+  // misses overlap; its counter is on it.
+  SmallVector<OpBlock*, 8> successors;
+  // Sequentially consistent: ordered with a dump's look (Note [Dependency state]).
+  const std::uint32_t n =
+      op->successor_count.exchange(OpBlock::kCompleted, std::memory_order_seq_cst);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    successors.push_back(op->inline_successors[i].load(std::memory_order_relaxed));
+    prefetch_for_write(successors[i]);
+  }
+  Edge* stack = op->overflow.exchange(OpBlock::kClosed, std::memory_order_acq_rel);
+  if (stack != nullptr) {
+    const std::size_t first = successors.size();
+    for (Edge* e = stack; e != nullptr; e = e->next) successors.push_back(e->to);
+    std::reverse(successors.begin() + first, successors.end());
+  }
+  release(op);
+  for (OpBlock* successor : successors) {
+    if (successor->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      on_ready(successor, followers);
+    }
+  }
+  count_completion();
+}
+
+void ThreadedEngine::count_completion() {
+  const WorkerIdentity& me = this_worker();
+  if (me.pool != nullptr && me.pool->engine() == this) {
+    me.pool->count_completion(me.index);  // checked by notify_idle when it runs dry
+    return;
+  }
+  external_completed_.fetch_add(1, std::memory_order_seq_cst);
+  notify_idle();
+}
+
+int ThreadedEngine::spin_budget() const {
+  // Spinning pays only with a core to spare; with more workers than cores it
+  // takes the core from the thread that would produce the work.
+  const int threads = worker_threads_.load(std::memory_order_relaxed);
+  if (threads <= cores_) return config_.worker_spin;
+  return config_.worker_spin * cores_ / (4 * threads);
+}
+
+void ThreadedEngine::notify_idle() {
+  // Ordered with the waiter's increment in drain() (see WorkerPool::enqueue).
+  if (all_waiters_.fetch_add(0, std::memory_order_seq_cst) > 0) {
+    all_done_.wake_all();
+  }
+}
+
+void ThreadedEngine::record_error(const std::exception_ptr& error) {
+  if (has_error_.load(std::memory_order_relaxed)) return;
+  std::lock_guard lock(error_mutex_);
+  if (!first_error_) {
+    first_error_ = error;
+    has_error_.store(true, std::memory_order_release);
+  }
+}
+
+// --- ready: errors, fences, hand-over -------------------------------------------
+
+void ThreadedEngine::on_ready(OpBlock* op, Followers* followers) {
+  // Every claim is granted, so no conflicting operation can change the
+  // variables' error and fences while we read them.
+  bool has_fences = false;
+  for (const Dep& d : op->deps) {
+    const VarBlock& v = *d.var;
+    if (reads_value(d.access) && v.error && !op->error && op->kind == OpKind::kUser) {
+      op->error = v.error;  // inherited: the operation is skipped
+    }
+    has_fences = has_fences || v.write_fence || (is_write(d.access) && !v.read_fences.empty());
+  }
+  if (has_fences && hold_for_fences(op)) return;
+  run_or_enqueue(op, followers);
+}
+
+bool ThreadedEngine::hold_for_fences(OpBlock* op) {
+  Stream* own_stream = op->pool != nullptr ? op->pool->stream() : nullptr;
+  SmallVector<Fence, 4> host_waits;
+  auto consider = [&](const Fence& fence) {
+    if (!fence || fence.stream == own_stream || fence.stream->finished(fence.seq)) return;
+    if (own_stream != nullptr) {
+      if (!op->stream_waits) op->stream_waits = std::make_unique<std::vector<Fence>>();
+      op->stream_waits->push_back(fence);
+    } else {
+      host_waits.push_back(fence);
+    }
+  };
+  for (const Dep& d : op->deps) {
+    consider(d.var->write_fence);
+    if (is_write(d.access)) {
+      for (const Fence& f : d.var->read_fences) consider(f);
+    }
+  }
+  if (host_waits.empty()) return false;
+  // Held back until its device inputs have finished; the last fence to
+  // finish hands it on, from the stream's thread.
+  op->stage.store(OperationStage::kHeldForDevice, std::memory_order_relaxed);
+  op->pending.store(static_cast<std::int32_t>(host_waits.size()) + 1, std::memory_order_relaxed);
+  for (const Fence& f : host_waits) {
+    f.stream->when_finished(f.seq, [this, op] {
+      if (op->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) run_or_enqueue(op, nullptr);
+    });
+  }
+  // Our own reference: if every fence finished meanwhile, we hand it on.
+  return op->pending.fetch_sub(1, std::memory_order_acq_rel) != 1;
+}
+
+void ThreadedEngine::run_or_enqueue(OpBlock* op, Followers* followers) {
+  if (op->kind != OpKind::kUser) {
+    finish_host_op(op, followers);
+    return;
+  }
+  if (op->profile != nullptr) [[unlikely]]
+    op->profile->ready = profiler_now();
+  op->stage.store(OperationStage::kQueued, std::memory_order_relaxed);
+  if (followers != nullptr && followers->current == op->pool && followers->inline_next == nullptr &&
+      !op->pool->queue().has_priority_above(op->priority)) {
+    followers->inline_next = op;
+    return;
+  }
+  op->pool->enqueue(op);
+}
+
+void ThreadedEngine::finish_host_op(OpBlock* op, Followers* followers) {
+  if (op->kind == OpKind::kWait) {
+    WaitSignal* signal = op->signal;
+    std::exception_ptr error = op->deps[0].var->error;
+    complete(op, followers);
+    signal->notify(std::move(error));
+  } else {
+    complete(op, followers);
+  }
+}
+
+// --- running -------------------------------------------------------------------
+
+OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
+  Followers followers{&pool, nullptr};
+  Stream* stream = pool.stream();
+  const bool real_gpu = stream != nullptr && stream->native_handle() != nullptr;
+  for (int run = 0; op != nullptr && run < kMaxInlineRun; ++run) {
+    followers.inline_next = nullptr;
+    // Skipped or not: the fence it leaves on what it writes must follow the
+    // device work of the operations it follows (Note [Skipped operations on
+    // device queues]).
+    if (stream != nullptr && op->stream_waits) {
+      try {
+        for (const Fence& f : *op->stream_waits) stream->wait(*f.stream, f.seq);
+      } catch (...) {
+        if (!op->error) op->error = op->wrap(std::current_exception());  // a broken device
+      }
+    }
+    // After the waits on other streams: the device span is the work alone.
+    if (op->profile != nullptr) [[unlikely]] {
+      profile_start(*op, stream, index);
+    }
+    if (op->error) {
+      finish(op, &followers);  // skipped: it inherited an error
+    } else if (!op->fn.is_async()) {
+      op->stage.store(OperationStage::kRunning, std::memory_order_relaxed);
+      WorkerIdentity& me = this_worker();
+      me.running = op->name;
+      try {
+        const NvtxRange range(op->name, real_gpu);
+        op->fn.body()(RunContext{op->ctx, stream, index}, nullptr);
+      } catch (...) {
+        op->error = op->wrap(std::current_exception());
+      }
+      me.running = nullptr;
+      finish(op, &followers);
+    } else {
+      // Two references, this launcher's and the Completion's: whichever
+      // lets go last finishes the operation.
+      op->pending.store(2, std::memory_order_relaxed);
+      op->stage.store(OperationStage::kRunning, std::memory_order_relaxed);
+      WorkerIdentity& me = this_worker();
+      me.running = op->name;
+      {
+        Completion completion = OpBlock::make_completion(op);
+        try {
+          const NvtxRange range(op->name, real_gpu);
+          op->fn.body()(RunContext{op->ctx, stream, index}, &completion);
+        } catch (...) {
+          op->launch_error = std::current_exception();
+        }
+      }  // a Completion the closure did not take is dropped here: fails the op
+      me.running = nullptr;
+      op->stage.store(OperationStage::kLaunched, std::memory_order_relaxed);
+      if (op->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(op, &followers);
+    }
+    op = followers.inline_next;
+  }
+  return op;
+}
+
+void ThreadedEngine::complete_async(OpBlock* op, std::exception_ptr error) {
+  // Called from any thread, possibly one the engine does not own: counted,
+  // so that the destructor waits until it has stopped touching the engine.
+  completers_inside_.fetch_add(1, std::memory_order_acq_rel);
+  op->async_error = std::move(error);
+  if (op->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(op, nullptr);
+  completers_inside_.fetch_sub(1, std::memory_order_release);  // the last touch
+}
+
+void ThreadedEngine::finish(OpBlock* op, Followers* followers) {
+  if (!op->error) {
+    if (op->launch_error) {
+      op->error = op->wrap(op->launch_error);
+    } else if (op->async_error) {
+      op->error = op->wrap(op->async_error);
+    }
+  }
+  // Device work enqueued by the operation ends at this mark, skipped or not:
+  // successors must still order after the fences it waited on.
+  if (Stream* stream = op->pool->stream()) {
+    if (op->profile != nullptr) [[unlikely]] {
+      profile_device_end(*op, stream);
+    }
+    try {
+      op->fence = Fence{stream, stream->record()};
+    } catch (...) {
+      if (!op->error) op->error = op->wrap(std::current_exception());
+    }
+  }
+  if (op->profile != nullptr) [[unlikely]]
+    profile_end(*op, op->pool->stream());
+  complete(op, followers);
+}
+
+}  // namespace tagflow::detail

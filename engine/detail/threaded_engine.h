@@ -1,0 +1,206 @@
+#pragma once
+// ThreadedEngine: the default engine. Dependencies per variable, one worker
+// pool per device queue, completion on GPUs tracked by stream fences.
+// Internal to engine/; reach it through make_engine().
+//
+// Note [Completion on device queues]
+// A GPU operation's closure only enqueues work on its stream. When it
+// returns, the engine records a fence (a CUDA event, or a counter on a
+// simulated stream) and releases the operation's variables at once: this is
+// the *launched* moment. The fence is stored on the variables (the last
+// writer's, and the readers' since, one per stream). When a later operation
+// is granted its variables, the fences still pending decide how it starts:
+//  - on the same stream: nothing, stream order protects it;
+//  - on another stream or GPU: its worker enqueues a device-side wait on the
+//    fence before its work (Stream::wait), the host does not block;
+//  - on the host (a CPU operation, a wait, a variable deletion): it is held
+//    back until the fence has *finished*, through Stream::when_finished, so
+//    no worker thread blocks on a device.
+// wait_for_all() additionally synchronises every stream. Simulated and real
+// GPUs share this logic; only the Stream implementation differs.
+//
+// Note [Skipped operations on device queues]
+// An operation skipped because it inherited an error still leaves its fence
+// on what it writes, and whatever comes next waits on that fence only. So
+// its stream must still wait on the fences of the operations it follows:
+// otherwise a host reader, or a variable's deleter, would go ahead while the
+// device work of an earlier writer on another stream is still to run, and
+// see a stale value, or free memory that work then writes (found by
+// `tagflow stress --faults` on simulated GPUs).
+//
+// Note [Idle workers]
+// A worker whose queue is empty polls it for a while before it sleeps on a
+// futex: work pushed in the meantime is picked up without a wake-up system
+// call. Only one worker per pool polls; the others sleep at once, and the
+// poller wakes one of them when it finds more work than it can take. Pushes
+// wake a sleeper only when no worker polls. Polling only pays when a core is
+// free for it: several pollers, or pollers on a machine with more worker
+// threads than cores (several cpu(i) devices, simulated GPUs), take the core
+// from the threads that produce the work, so the budget shrinks there.
+//
+// Note [Bounded run-ahead]
+// A client thread that pushes faster than the devices run would otherwise
+// queue without limit: memory grows with the backlog, and a backlog larger
+// than the caches makes every operation a cache miss for the workers (the
+// engine then runs several times slower). Every 64 pushes a client thread
+// checks the backlog; above `max_pending` it pauses until the backlog is
+// half that. Workers never pause (they are what drains the backlog). If
+// nothing completes for a while, the pause ends anyway: the backlog may be
+// waiting for something the client itself will do later (an asynchronous
+// operation it completes), and a throttle must never turn into a deadlock.
+//
+// Note [Dependency state]
+// The engine keeps no list of pending operations: that would cost every push
+// and completion a shared write. The dump finds them where they live, in the
+// operation records' pool (Note [Inspecting pooled records] in
+// object_pool.h), and takes what they wait for from their successor edges.
+// Two things make reading records that workers complete meanwhile sound:
+//  - no record is built during the walk: records are only allocated under a
+//    push lock, and the dump holds the push lock of every threaded engine of
+//    the process (found in a registry, locked in address order);
+//  - no record it reads is destroyed during the walk: the dump raises a
+//    process-wide count before it looks, and a completing operation checks
+//    the count after marking itself completed (both sequentially
+//    consistent). A record seen not completed will therefore see the count
+//    raised when it completes, and is parked instead of freed (its closure
+//    and errors released at once); parked records are freed as soon as no
+//    dump runs. A record seen completed is skipped and never read further.
+// Each record's stage is a relaxed store on a line its worker writes anyway.
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/detail/device_backend.h"
+#include "engine/detail/op_block.h"
+#include "engine/detail/worker_pool.h"
+#include "engine/engine.h"
+
+namespace tagflow::detail {
+
+class ThreadedEngine final : public Engine, public EngineCore {
+ public:
+  explicit ThreadedEngine(const EngineConfig& config);
+  ~ThreadedEngine() override;
+
+  VarHandle new_var() override;
+  using Engine::delete_var;
+  void delete_var(VarHandle var, VarDeleter on_deleted) override;
+  void push(Operation op) override;
+  void wait_to_read(VarHandle var) override;
+  void wait_to_write(VarHandle var) override;
+  void wait_for_all() override;
+  OperationCounts operation_counts() const override;
+  DependencyState dependency_state() override;
+  const EngineConfig& config() const override { return config_; }
+  const std::vector<GpuInfo>& gpus() const override { return backend_->devices(); }
+  std::string device_status() const override { return backend_->status(); }
+
+  /// Runs `op` on worker `index` of `pool`; returns a follower to run next
+  /// on the same worker, if one became ready.
+  OpBlock* execute(OpBlock* op, WorkerPool& pool, int index);
+  /// A worker found its queue empty: wake wait_for_all() if it waits.
+  void notify_idle();
+  /// Polls of an empty queue before a worker sleeps (Note [Idle workers]).
+  int spin_budget() const;
+  void complete_async(OpBlock* op, std::exception_ptr error) override;
+
+ private:
+  /// Operations made ready while completing one: at most one is kept to run
+  /// inline on the completing worker, the others go to their queues.
+  struct Followers {
+    WorkerPool* current = nullptr;
+    OpBlock* inline_next = nullptr;
+  };
+
+  static constexpr int kMaxCpuDevices = 64;
+  static constexpr int kMaxGpus = 64;
+  static constexpr int kMaxPools = kMaxCpuDevices + 2 * kMaxGpus;
+
+  WorkerPool* pool_for(const char* op_name, Context ctx, QueueKind queue);
+  WorkerPool* create_pool(int slot, Context ctx, QueueKind queue);
+  /// Makes `op` known: edges from the operations it must follow. Takes
+  /// ownership; the caller holds `push_lock_` and allocated `op` under it.
+  void submit(OpBlock* op);
+  /// Starts fetching the records `var`'s next claim will look at.
+  static void prefetch_predecessors(const VarBlock& var, bool write);
+  /// Forgets the readers of `var` that have completed.
+  /// True when no operation on `var` is pending and its device work has
+  /// finished (push lock held).
+  static bool idle(VarBlock& var);
+  static void drop_completed_readers(VarBlock& var);
+  /// Links `op` after `pred` unless `pred` has completed; true if linked.
+  static bool add_edge(const OpRef& pred, OpBlock* op, std::int32_t& edges);
+  /// Records on `var` what the completing `op` leaves there (error, fences).
+  static void leave_on(const Dep& dep, const OpBlock& op);
+  void on_ready(OpBlock* op, Followers* followers);
+  /// Records the device fences `op` must respect; true if it is held back
+  /// until fences finish (it is then handed on from the stream's thread).
+  bool hold_for_fences(OpBlock* op);
+  void run_or_enqueue(OpBlock* op, Followers* followers);
+  void finish_host_op(OpBlock* op, Followers* followers);
+  void finish(OpBlock* op, Followers* followers);
+  void complete(OpBlock* op, Followers* followers);
+  void count_completion();
+  void record_error(const std::exception_ptr& error);
+  void wait_on(VarHandle var, Access access, const char* what);
+  /// Profiling: the flows into `op` from the last writers of what it reads
+  /// (push lock held).
+  void note_flows(const OpBlock& op);
+  static void profile_start(OpBlock& op, Stream* stream, int worker);
+  static void profile_device_end(OpBlock& op, Stream* stream);
+  static void profile_end(OpBlock& op, Stream* stream);
+  void drain();
+  std::uint64_t completed_count() const;
+  /// Frees `op`, or parks it while a dump may read it (Note [Dependency state]).
+  static void release(OpBlock* op) {
+    if (inspections_.load(std::memory_order_seq_cst) == 0) [[likely]] {
+      delete op;
+    } else {
+      park(op);
+    }
+  }
+  static void park(OpBlock* op);
+  static void free_parked();
+  /// Adds this engine to / removes it from the registry the dump locks.
+  void enroll();
+  void withdraw();
+  /// The dump's walk over this engine's records (every push lock held).
+  void collect_pending(DependencyState& state) const;
+  void throttle();
+
+  /// Dumps under way in the process (Note [Dependency state]).
+  static inline std::atomic<int> inspections_{0};
+
+  EngineConfig config_;
+  /// Profiling: the last profiled writer of each variable (push lock).
+  std::unordered_map<const VarBlock*, std::uint64_t> profiled_writers_;
+  std::unique_ptr<DeviceBackend> backend_;
+  int cores_;
+  std::atomic<int> worker_threads_{0};
+  std::array<std::atomic<WorkerPool*>, kMaxPools> pools_{};
+  std::mutex pools_mutex_;
+  std::vector<std::unique_ptr<WorkerPool>> owned_pools_;
+  /// The pools started so far, readable without the mutex.
+  std::array<WorkerPool*, kMaxPools> started_{};
+  std::atomic<int> num_started_{0};
+
+  /// Guards the pusher's side of every variable and the allocation of
+  /// operation records (Note [Dependencies as edges]).
+  alignas(64) SpinLock push_lock_;
+  std::uint64_t next_seq_ = 1;
+  alignas(64) std::atomic<std::uint64_t> pushed_{0};
+  alignas(64) std::atomic<std::uint64_t> external_completed_{0};
+  alignas(64) std::atomic<std::uint32_t> all_waiters_{0};
+  std::atomic<std::uint32_t> completers_inside_{0};
+  WakeWord all_done_;
+  std::mutex drain_mutex_;  ///< serialises the stream checks of drain()
+  std::atomic<bool> has_error_{false};
+  std::mutex error_mutex_;
+  std::exception_ptr first_error_;
+};
+
+}  // namespace tagflow::detail

@@ -1,0 +1,27 @@
+#pragma once
+// GpuInfo: what `tagflow info` and num_gpus() report about one GPU, real or
+// simulated (Engine::gpus()).
+//
+//   for (const GpuInfo& gpu : Engine::get().gpus())
+//     std::cout << gpu.index << ": " << gpu.name << (gpu.simulated ? " (simulated)" : "") << "\n";
+
+#include <cstdint>
+#include <string>
+
+namespace tagflow {
+
+struct GpuInfo {
+  /// i in gpu(i).
+  int index = 0;
+  /// The device's name, e.g. "NVIDIA H100 80GB HBM3" or "simulated GPU".
+  std::string name;
+  /// Bytes of device memory.
+  std::uint64_t total_memory = 0;
+  /// Compute capability, e.g. 9.0 (0.0 when simulated).
+  int compute_major = 0;
+  int compute_minor = 0;
+  /// True for a GPU simulated in host memory (TAGFLOW_SIM_GPUS).
+  bool simulated = false;
+};
+
+}  // namespace tagflow

@@ -1,0 +1,105 @@
+// Memory of real GPUs: cudaMalloc per device and cudaHostAlloc for pinned
+// staging. Built without CUDA, asking for either is a DeviceError (no real
+// GPU can exist then, so only a misuse can get here).
+
+#include "engine/error.h"
+#include "storage/detail/device_memory.h"
+
+#ifdef TAGFLOW_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#include <spdlog/spdlog.h>
+#endif
+
+namespace tagflow::detail {
+
+#ifdef TAGFLOW_HAVE_CUDA
+
+namespace {
+
+void check_cuda(cudaError_t status, const char* call, int device) {
+  if (status != cudaSuccess) {
+    throw_error<DeviceError>("{} on gpu({}) failed: {} ({})", call, device,
+                             cudaGetErrorString(status), cudaGetErrorName(status));
+  }
+}
+
+/// Releases run from engine threads and destructors: a failure there is
+/// logged (the device is then broken and the next launch reports it).
+void log_release_failure(cudaError_t status, const char* call) {
+  if (status != cudaSuccess) {
+    spdlog::error("{} failed: {} ({})", call, cudaGetErrorString(status), cudaGetErrorName(status));
+  }
+}
+
+class CudaDeviceMemory final : public DeviceMemory {
+ public:
+  explicit CudaDeviceMemory(int device) : device_(device) {
+    check_cuda(cudaSetDevice(device_), "cudaSetDevice", device_);
+    std::size_t free_bytes = 0;
+    std::size_t total_bytes = 0;
+    check_cuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo", device_);
+    capacity_ = total_bytes;
+  }
+  void* allocate(std::uint64_t bytes) override {
+    check_cuda(cudaSetDevice(device_), "cudaSetDevice", device_);
+    void* data = nullptr;
+    const cudaError_t status = cudaMalloc(&data, bytes);
+    if (status == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();  // clear it: out of memory is not sticky
+      return nullptr;
+    }
+    check_cuda(status, "cudaMalloc", device_);
+    return data;
+  }
+  void release(void* data, std::uint64_t) noexcept override {
+    log_release_failure(cudaSetDevice(device_), "cudaSetDevice");
+    log_release_failure(cudaFree(data), "cudaFree");
+  }
+  std::uint64_t capacity() const override { return capacity_; }
+
+ private:
+  int device_;
+  std::uint64_t capacity_ = 0;
+};
+
+class CudaPinnedMemory final : public DeviceMemory {
+ public:
+  void* allocate(std::uint64_t bytes) override {
+    void* data = nullptr;
+    const cudaError_t status = cudaHostAlloc(&data, bytes, cudaHostAllocPortable);
+    if (status == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    check_cuda(status, "cudaHostAlloc", -1);
+    return data;
+  }
+  void release(void* data, std::uint64_t) noexcept override {
+    log_release_failure(cudaFreeHost(data), "cudaFreeHost");
+  }
+  std::uint64_t capacity() const override { return 0; }
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceMemory> make_cuda_memory(int device) {
+  return std::make_unique<CudaDeviceMemory>(device);
+}
+
+std::unique_ptr<DeviceMemory> make_cuda_pinned_memory() {
+  return std::make_unique<CudaPinnedMemory>();
+}
+
+#else
+
+std::unique_ptr<DeviceMemory> make_cuda_memory(int device) {
+  throw_error<DeviceError>("gpu({}): tagflow was built without CUDA (TAGFLOW_CUDA=OFF)", device);
+}
+
+std::unique_ptr<DeviceMemory> make_cuda_pinned_memory() {
+  throw_error<DeviceError>("pinned memory: tagflow was built without CUDA (TAGFLOW_CUDA=OFF)");
+}
+
+#endif
+
+}  // namespace tagflow::detail
