@@ -20,8 +20,8 @@ namespace tagflow {
 namespace {
 
 bool have_fashion_mnist() {
-  return std::filesystem::exists(default_fashion_mnist_dir() / "t10k-images-idx3-ubyte.gz") ||
-         std::filesystem::exists(default_fashion_mnist_dir() / "t10k-images-idx3-ubyte");
+  return std::filesystem::exists(data::default_fashion_mnist_dir() / "t10k-images-idx3-ubyte.gz") ||
+         std::filesystem::exists(data::default_fashion_mnist_dir() / "t10k-images-idx3-ubyte");
 }
 
 #define SKIP_WITHOUT_FASHION_MNIST()                                                          \
@@ -86,9 +86,11 @@ TEST(TrainTest, OneTwoAndFourDevicesGiveTheSameLosses) {
       const std::string what = std::to_string(devices.size()) + " devices from " +
                                devices[0].str() + ", epoch " + std::to_string(epoch);
       EXPECT_NEAR(many[epoch].loss, one[epoch].loss, 1e-4 * one[epoch].loss) << what;
-      // A sample may flip on a near tie of two scores.
+      // A sample may flip on a near tie of two scores: the sums over devices
+      // round differently, and after two epochs of 1000 images 10 of the
+      // 10000 test images flip on two CPU devices (the losses agree to 1e-4).
       EXPECT_NEAR(many[epoch].train_accuracy, one[epoch].train_accuracy, 2e-3) << what;
-      EXPECT_NEAR(many[epoch].test_accuracy, one[epoch].test_accuracy, 5e-4) << what;
+      EXPECT_NEAR(many[epoch].test_accuracy, one[epoch].test_accuracy, 2e-3) << what;
     }
   }
 }
