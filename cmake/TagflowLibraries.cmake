@@ -37,9 +37,14 @@ function(tagflow_add_libraries name)
   target_link_libraries(${name}_static PRIVATE ${third_party})
   set_target_properties(${name}_shared PROPERTIES
     VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}
-    # Calls inside the library bind inside it (no interposition, no PLT hop);
-    # every symbol it needs is resolved when it is linked.
-    LINK_OPTIONS "LINKER:-Bsymbolic-functions;LINKER:--no-undefined")
+    # Calls inside the library bind inside it: no interposition, no PLT hop.
+    LINK_OPTIONS "LINKER:-Bsymbolic-functions")
+  if(NOT TAGFLOW_SANITIZE)
+    # Every symbol it needs is resolved when it is linked. (A sanitizer's
+    # runtime comes with the program instead: clang leaves it out of shared
+    # libraries.)
+    target_link_options(${name}_shared PRIVATE LINKER:--no-undefined)
+  endif()
 endfunction()
 
 tagflow_add_libraries(tagflow LAYERS ${TAGFLOW_CORE_LAYERS})
