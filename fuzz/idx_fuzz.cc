@@ -101,7 +101,7 @@ Expected decode(const Bytes& file) {
   const std::size_t header_bytes = 4 + 4 * static_cast<std::size_t>(ndim);
   if (file.size() < header_bytes) return refuse("truncated header");
   // Saturates above the limit: (2^32 + 1) * (2^31 - 1) < 2^64.
-  constexpr std::uint64_t kSaturated = kIdxMaxDataBytes + 1;
+  constexpr std::uint64_t kSaturated = io::kIdxMaxDataBytes + 1;
   std::uint64_t elements = 1;
   // The extents are kept apart until checked: a Shape refuses a product
   // beyond 2^63 - 1 itself.
@@ -112,8 +112,8 @@ Expected decode(const Bytes& file) {
     dims.push_back(extent);
     elements = std::min(elements * static_cast<std::uint64_t>(extent), kSaturated);
   }
-  if (elements > kIdxMaxDataBytes / element->stored_size ||
-      elements > kIdxMaxDataBytes / dtype_size(e.dtype)) {
+  if (elements > io::kIdxMaxDataBytes / element->stored_size ||
+      elements > io::kIdxMaxDataBytes / dtype_size(e.dtype)) {
     return refuse("more data than the limit");
   }
   // An empty array's other extents must still multiply within int64.
@@ -237,7 +237,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::optional<tagflow::NDArray> read;
   std::string error;
   try {
-    read = tagflow::read_idx(input.path());
+    read = tagflow::io::read_idx(input.path());
   } catch (const tagflow::io::FileError& e) {
     error = e.what();
   } catch (...) {
