@@ -156,7 +156,6 @@ struct ReturnBatch {
     head = tail = nullptr;
     count = 0;
   }
-  ~ReturnBatch() { flush(); }
 };
 
 /// Thread-local handle to a cache of the registry for objects of type `T`
@@ -192,7 +191,7 @@ class ObjectPool {
 
  private:
   static ReturnBatch& returns() {
-    thread_local ReturnBatch batch;
+    thread_local ReturnBatch batch;  // trivially destructible: valid for the whole thread
     return batch;
   }
   static ObjectPoolRegistry& registry() {
@@ -200,13 +199,33 @@ class ObjectPool {
     static ObjectPoolRegistry* registry = new ObjectPoolRegistry(sizeof(T), kHeaderOffset);
     return *registry;
   }
-  struct Holder {
-    ObjectPoolCache* cache = registry().adopt();
-    ~Holder() { registry().release(cache); }
+  // The thread's cache, and what hands it back when the thread ends. The
+  // pointer is a plain thread-local, valid for the whole thread: an object
+  // destroyed after the thread's thread-local destructors ran (on the main
+  // thread, every static) still allocates and frees, from a cache adopted
+  // anew and kept for good (Note [Engine lifetime] in engine.h).
+  static ObjectPoolCache*& cache_slot() {
+    thread_local ObjectPoolCache* cache = nullptr;
+    return cache;
+  }
+  struct Releaser {
+    ~Releaser() {
+      returns().flush();
+      registry().release(std::exchange(cache_slot(), nullptr));
+    }
   };
+  [[gnu::noinline]] static ObjectPoolCache& adopt() {
+    ObjectPoolCache* cache = registry().adopt();
+    cache_slot() = cache;
+    thread_local Releaser releaser;  // made on the first adoption only
+    (void)releaser;
+    return *cache;
+  }
   static ObjectPoolCache& local() {
-    thread_local Holder holder;
-    return *holder.cache;
+    ObjectPoolCache* cache = cache_slot();
+    if (cache == nullptr) [[unlikely]]
+      return adopt();
+    return *cache;
   }
 };
 
