@@ -69,6 +69,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -76,6 +77,7 @@
 
 #include "tagflow/engine/device_backend.h"
 #include "tagflow/engine/engine.h"
+#include "tagflow/engine/lifetime.h"
 #include "tagflow/engine/op_block.h"
 #include "tagflow/engine/worker_pool.h"
 
@@ -107,6 +109,7 @@ class ThreadedEngine final : public Engine, public EngineCore {
   /// Polls of an empty queue before a worker sleeps (Note [Idle workers]).
   int spin_budget() const;
   void complete_async(OpBlock* op, std::exception_ptr error) override;
+  bool finish_pending(std::chrono::milliseconds stall) override;
 
  private:
   /// Operations made ready while completing one: at most one is kept to run
@@ -176,6 +179,8 @@ class ThreadedEngine final : public Engine, public EngineCore {
   static inline std::atomic<int> inspections_{0};
 
   EngineConfig config_;
+  /// Tells a forked child, where the workers do not exist (Note [Engine lifetime]).
+  ForkCheck fork_check_;
   /// Profiling: the last profiled writer of each variable (push lock).
   std::unordered_map<const VarBlock*, std::uint64_t> profiled_writers_;
   std::unique_ptr<DeviceBackend> backend_;
