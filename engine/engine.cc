@@ -97,7 +97,7 @@ void finish_at_exit() {
   const bool on_engine_thread = me.pool != nullptr || me.running != nullptr;
   // exit() from inside an operation: it cannot wait for itself, and what
   // the other workers would start next could use statics about to go.
-  if (on_engine_thread) detail::g_workers_stopped.store(true, std::memory_order_relaxed);
+  if (on_engine_thread) p.core->stop_workers();
   p.watchdog.reset();  // its thread reads the engine and logs: stopped while spdlog lives
   if (on_engine_thread) {
     spdlog::info(

@@ -43,13 +43,14 @@
 //    which may be destroyed by then.
 //  - exit() called from inside an operation (an error handler in a
 //    closure, or a simulated GPU's device work): the hook runs on an engine
-//    thread and cannot wait for itself. It only stops the workers from
-//    starting anything new: operations not yet started are dropped, the
-//    ones running finish or end with the process, and memory whose last
-//    operation never runs is not given back (the process is ending).
+//    thread and cannot wait for itself. It only stops the engine's workers
+//    from starting anything new: operations not yet started are dropped,
+//    the ones running finish or end with the process, and memory whose
+//    last operation never runs is not given back (the process is ending).
 //    Waits from the destructors that follow throw WaitInsideOperationError.
 //  - Engines made with make_engine() belong to their caller: destroying
-//    one waits for its work and joins its workers.
+//    one waits for its work and joins its workers, at exit too; the hook
+//    neither waits for them nor stops them.
 //  - fork(): only the calling thread exists in the child, so an engine
 //    started before the fork has no workers there, and its locks may be
 //    held by threads that do not exist. In the child, such an engine

@@ -17,7 +17,6 @@
 namespace tagflow::detail {
 
 std::atomic<std::uint32_t> g_forks{0};
-std::atomic<bool> g_workers_stopped{false};
 
 namespace {
 

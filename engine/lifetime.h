@@ -60,15 +60,9 @@ void note_exit_started() noexcept;
 /// exit has started, writes it straight to standard error.
 void log_error(std::string_view message, std::string_view detail = {}) noexcept;
 
-/// Set when exit() is called from inside an operation: workers then start
-/// no further operation (Note [Engine lifetime]).
-extern std::atomic<bool> g_workers_stopped;
-/// Blocks the calling thread until the process ends.
+/// Blocks the calling thread until the process ends: where the workers of
+/// the process-wide engine stop once exit() was called from inside an
+/// operation (Note [Engine lifetime]).
 [[noreturn]] void park_until_exit() noexcept;
-/// Workers call this before each operation they run.
-inline void park_if_workers_stopped() noexcept {
-  if (g_workers_stopped.load(std::memory_order_relaxed)) [[unlikely]]
-    park_until_exit();
-}
 
 }  // namespace tagflow::detail

@@ -40,6 +40,8 @@ class NaiveEngine final : public Engine, public EngineCore {
   std::string device_status() const override { return backend_->status(); }
   void complete_async(OpBlock* op, std::exception_ptr error) override;
   bool finish_pending(std::chrono::milliseconds stall) override;
+  /// Nothing to stop: operations run in their pushers.
+  void stop_workers() override {}
 
  private:
   Stream* stream_for(Context ctx, QueueKind queue);

@@ -143,6 +143,9 @@ class EngineCore {
   /// finished, and logs an operation error never waited for. Returns false,
   /// as soon as no operation has completed for `stall`, if that comes first.
   virtual bool finish_pending(std::chrono::milliseconds stall) = 0;
+  /// For the exit hook, when exit() was called from inside an operation:
+  /// the workers start no further operation.
+  virtual void stop_workers() = 0;
 
  protected:
   ~EngineCore() = default;

@@ -498,7 +498,9 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
   Stream* stream = pool.stream();
   const bool real_gpu = stream != nullptr && stream->native_handle() != nullptr;
   for (int run = 0; op != nullptr && run < kMaxInlineRun; ++run) {
-    park_if_workers_stopped();  // exit() was called from inside an operation
+    // exit() was called from inside an operation (Note [Engine lifetime]).
+    if (workers_stopped_.load(std::memory_order_relaxed)) [[unlikely]]
+      park_until_exit();
     followers.inline_next = nullptr;
     // Skipped or not: the fence it leaves on what it writes must follow the
     // device work of the operations it follows (Note [Skipped operations on

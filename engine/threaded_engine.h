@@ -110,6 +110,7 @@ class ThreadedEngine final : public Engine, public EngineCore {
   int spin_budget() const;
   void complete_async(OpBlock* op, std::exception_ptr error) override;
   bool finish_pending(std::chrono::milliseconds stall) override;
+  void stop_workers() override { workers_stopped_.store(true, std::memory_order_relaxed); }
 
  private:
   /// Operations made ready while completing one: at most one is kept to run
@@ -181,6 +182,8 @@ class ThreadedEngine final : public Engine, public EngineCore {
   EngineConfig config_;
   /// Tells a forked child, where the workers do not exist (Note [Engine lifetime]).
   ForkCheck fork_check_;
+  /// Set by stop_workers(); read by the workers before each operation.
+  std::atomic<bool> workers_stopped_{false};
   /// Profiling: the last profiled writer of each variable (push lock).
   std::unordered_map<const VarBlock*, std::uint64_t> profiled_writers_;
   std::unique_ptr<DeviceBackend> backend_;
