@@ -33,8 +33,10 @@ VarHandle NaiveEngine::new_var() {
 }
 
 void NaiveEngine::delete_var(VarHandle var, VarDeleter on_deleted) {
-  if (fork_check_.forked()) [[unlikely]]
-    return;  // as in the threaded engine
+  if (fork_check_.forked()) [[unlikely]] {  // as in the threaded engine
+    if (on_deleted) abandon(std::make_unique<VarDeleter>(std::move(on_deleted)));
+    return;
+  }
   TAGFLOW_CHECK(var != nullptr, "delete_var: expected a variable, got null");
   // Every operation has completed, device work included (push synchronises).
   {

@@ -23,6 +23,8 @@
 // reads from being destroyed: the engine's dependency dump does both
 // (Note [Dependency state] in threaded_engine.h).
 
+#include <pthread.h>
+
 #include <atomic>
 #include <cstddef>
 #include <mutex>
@@ -199,26 +201,32 @@ class ObjectPool {
     static ObjectPoolRegistry* registry = new ObjectPoolRegistry(sizeof(T), kHeaderOffset);
     return *registry;
   }
-  // The thread's cache, and what hands it back when the thread ends. The
-  // pointer is a plain thread-local, valid for the whole thread: an object
-  // destroyed after the thread's thread-local destructors ran (on the main
-  // thread, every static) still allocates and frees, from a cache adopted
-  // anew and kept for good (Note [Engine lifetime] in engine.h).
+  // The thread's cache: a plain thread-local pointer, valid for the whole
+  // thread, so that objects destroyed late (statics, after the main
+  // thread's thread-local destructors) still allocate and free (Note
+  // [Engine lifetime] in engine.h). A thread that ends hands its cache back
+  // through a pthread key's destructor rather than a thread_local object's:
+  // those are listed in memory only the thread's own storage points to,
+  // which a forked child's leak check would report as lost.
   static ObjectPoolCache*& cache_slot() {
     thread_local ObjectPoolCache* cache = nullptr;
     return cache;
   }
-  struct Releaser {
-    ~Releaser() {
-      returns().flush();
-      registry().release(std::exchange(cache_slot(), nullptr));
-    }
+  static void release_at_thread_exit(void* cache) {
+    returns().flush();
+    cache_slot() = nullptr;
+    registry().release(static_cast<ObjectPoolCache*>(cache));
+  }
+  struct ExitKey {
+    pthread_key_t key{};
+    bool made = pthread_key_create(&key, release_at_thread_exit) == 0;
   };
   [[gnu::noinline]] static ObjectPoolCache& adopt() {
+    static const ExitKey exit_key;
     ObjectPoolCache* cache = registry().adopt();
     cache_slot() = cache;
-    thread_local Releaser releaser;  // made on the first adoption only
-    (void)releaser;
+    // Without a key, the cache stays with its thread: memory, not correctness.
+    if (exit_key.made) (void)pthread_setspecific(exit_key.key, cache);
     return *cache;
   }
   static ObjectPoolCache& local() {

@@ -113,9 +113,12 @@ VarHandle ThreadedEngine::new_var() {
 
 void ThreadedEngine::delete_var(VarHandle var, VarDeleter on_deleted) {
   // In a forked child the variable, and the memory its deleter would give
-  // back, are the child's copies of the parent's: kept, unused.
-  if (fork_check_.forked()) [[unlikely]]
+  // back, are the child's copies of the parent's: kept, unused (the
+  // deleter too, so that the memory stays reachable for leak checks).
+  if (fork_check_.forked()) [[unlikely]] {
+    if (on_deleted) abandon(std::make_unique<VarDeleter>(std::move(on_deleted)));
     return;
+  }
   TAGFLOW_CHECK(var != nullptr, "delete_var: expected a variable, got null");
   std::unique_lock lock(push_lock_);
   if (!profiled_writers_.empty()) profiled_writers_.erase(var);

@@ -60,7 +60,8 @@ struct Ended {
   }
 };
 
-/// Waits for child `pid` at most `limit`; kills it (SIGKILL) when it overruns.
+/// Waits for child `pid` at most `limit`; kills it (SIGKILL) when it overruns,
+/// after printing its threads' stacks with gdb when LIFECYCLE_DEBUG_HANG is set.
 inline Ended wait_for(pid_t pid, std::chrono::milliseconds limit) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
@@ -77,6 +78,10 @@ inline Ended wait_for(pid_t pid, std::chrono::milliseconds limit) {
       return ended;
     }
     if (done < 0 || Clock::now() - start > limit) {
+      if (std::getenv("LIFECYCLE_DEBUG_HANG")) {
+        std::string cmd = "gdb -p " + std::to_string(pid) + " -batch -ex 'thread apply all bt' >&2";
+        (void)std::system(cmd.c_str());
+      }
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
       ended.timed_out = true;
