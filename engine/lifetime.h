@@ -2,7 +2,7 @@
 // What an engine must live through besides its own work: fork() and the
 // process's exit (Note [Engine lifetime] in engine.h). ForkCheck tells a
 // forked child from the process an engine, or a data loader, was started
-// in; the exit flags tell engine threads that the process is ending.
+// in; the exit flag tells engine threads that the process is ending.
 // Internal to the library.
 //
 //   ForkCheck fork_check_;   // a member, made with the object
@@ -42,8 +42,8 @@ class ForkCheck {
 /// Keeps `object` for the rest of the process instead of destroying it:
 /// what a forked child must not destroy (threads of the parent, condition
 /// variables they wait on, whose destruction would wait for them forever) is
-/// handed here. A static list keeps it reachable, so that LeakSanitizer does
-/// not report it. Lock-free: safe in a child whatever locks the parent held.
+/// handed here, to a static list that keeps it reachable for LeakSanitizer.
+/// Takes no lock of tagflow's, which a thread of the parent may have held.
 void abandon_pointer(const void* object) noexcept;
 template <typename T>
 void abandon(std::unique_ptr<T> object) noexcept {
