@@ -104,6 +104,14 @@ EngineConfig EngineConfig::from_env() {
                   "TAGFLOW_WATCHDOG: expected seconds in [0, 1e6] (0: off), got \"{}\"", text);
     c.watchdog_seconds = seconds;
   }
+  if (const char* text = env("TAGFLOW_EXIT_TIMEOUT")) {
+    char* end = nullptr;
+    const double seconds = std::strtod(text, &end);
+    TAGFLOW_CHECK(end != text && *end == '\0' && seconds >= 0 && seconds <= 1e6,
+                  "TAGFLOW_EXIT_TIMEOUT: expected seconds in [0, 1e6] (0: do not wait), got \"{}\"",
+                  text);
+    c.exit_timeout_seconds = seconds;
+  }
   if (const char* level = env("TAGFLOW_LOG_LEVEL")) {
     static constexpr std::string_view kLevels[] = {"trace", "debug",    "info", "warn",
                                                    "error", "critical", "off"};
@@ -132,6 +140,8 @@ std::vector<std::pair<std::string, std::string>> EngineConfig::describe() const 
                               : dump_signal == SIGUSR2 ? "USR2"
                                                        : "off"},
       {"TAGFLOW_WATCHDOG", watchdog_seconds > 0 ? fmt::format("{}", watchdog_seconds) : "0 (off)"},
+      {"TAGFLOW_EXIT_TIMEOUT",
+       exit_timeout_seconds > 0 ? fmt::format("{}", exit_timeout_seconds) : "0 (no wait)"},
       {"TAGFLOW_LOG_LEVEL", log_level},
   };
 }

@@ -39,6 +39,11 @@ struct EngineConfig {
   /// pending, after which the process-wide engine logs its dependency state
   /// (engine/watchdog.h); 0 (default) is off.
   double watchdog_seconds = 0;
+  /// TAGFLOW_EXIT_TIMEOUT: at exit, the process-wide engine waits for the
+  /// work pushed so far, and gives up (logging what is stuck) once no
+  /// operation has completed for this many seconds; 0 does not wait
+  /// (Note [Engine lifetime] in engine.h).
+  double exit_timeout_seconds = 10;
   /// TAGFLOW_LOG_LEVEL: trace, debug, info, warn, error, critical or off.
   std::string log_level = "warn";
 

@@ -1,11 +1,14 @@
 #include "engine/engine.h"
 
+#include <chrono>
+#include <cstdlib>
 #include <mutex>
 #include <set>
 #include <string>
 
 #include <spdlog/spdlog.h>
 
+#include "engine/detail/lifetime.h"
 #include "engine/detail/naive_engine.h"
 #include "engine/detail/threaded_engine.h"
 #include "engine/detail/worker_pool.h"
@@ -69,26 +72,85 @@ std::unique_ptr<Engine> make_engine(const EngineConfig& config) {
   return std::make_unique<detail::ThreadedEngine>(config);
 }
 
-Engine& Engine::get() {
-  static std::unique_ptr<Engine> engine = [] {
-    EngineConfig config = EngineConfig::from_env();
-    spdlog::set_level(spdlog::level::from_str(config.log_level));
-    for (const auto& [name, value] : config.describe()) spdlog::info("config {}={}", name, value);
-    auto made = make_engine(config);
-    spdlog::info("engine: {} with {} GPU(s)", to_string(config.kind), made->num_gpus());
-    if (config.dump_signal != 0) install_dump_signal(config.dump_signal);
-    return made;
-  }();
-  if (engine->config().watchdog_seconds > 0) {
-    // Started after the engine, so destroyed before it.
-    static Watchdog watchdog(
-        *engine,
-        std::chrono::milliseconds(
-            static_cast<std::chrono::milliseconds::rep>(engine->config().watchdog_seconds * 1000)),
-        [seconds = engine->config().watchdog_seconds](const DependencyState& state) {
+namespace {
+
+/// The process-wide engine and what starts with it. Made once, never
+/// destroyed (Note [Engine lifetime] in engine.h).
+struct ProcessEngine {
+  std::unique_ptr<Engine> engine;
+  detail::EngineCore* core = nullptr;
+  std::unique_ptr<Watchdog> watchdog;
+  detail::ForkCheck fork_check;
+};
+ProcessEngine* g_process = nullptr;
+
+std::chrono::milliseconds to_milliseconds(double seconds) {
+  return std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(seconds * 1000));
+}
+
+/// The exit hook (Note [Engine lifetime]).
+void finish_at_exit() {
+  detail::note_exit_started();
+  ProcessEngine& p = *g_process;
+  if (p.fork_check.forked()) return;  // a child: the threads to wait for are the parent's
+  const detail::WorkerIdentity& me = detail::this_worker();
+  const bool on_engine_thread = me.pool != nullptr || me.running != nullptr;
+  // exit() from inside an operation: it cannot wait for itself, and what
+  // the other workers would start next could use statics about to go.
+  if (on_engine_thread) p.core->stop_workers();
+  p.watchdog.reset();  // its thread reads the engine and logs: stopped while spdlog lives
+  if (on_engine_thread) {
+    spdlog::info(
+        "engine: exit() called from inside operation '{}': operations not yet started "
+        "are dropped",
+        me.running != nullptr ? me.running : "(between operations)");
+    return;
+  }
+  const double seconds = p.engine->config().exit_timeout_seconds;
+  if (seconds <= 0) return;
+  if (!p.core->finish_pending(to_milliseconds(seconds))) {
+    std::string state;
+    try {
+      state = p.engine->dependency_state().describe();
+    } catch (const std::exception& e) {
+      state = std::string("(dependency state unavailable: ") + e.what() + ")\n";
+    }
+    spdlog::error(
+        "engine: at exit, no operation completed for {} s (TAGFLOW_EXIT_TIMEOUT); exiting "
+        "without the {} still pending\n{}",
+        seconds, p.engine->operation_counts().pending(), state);
+  }
+}
+
+ProcessEngine* start_process_engine() {
+  EngineConfig config = EngineConfig::from_env();
+  // spdlog first: its registry, made here at the latest, then outlives the
+  // exit hook registered below (objects and hooks go in reverse order).
+  spdlog::set_level(spdlog::level::from_str(config.log_level));
+  for (const auto& [name, value] : config.describe()) spdlog::info("config {}={}", name, value);
+  auto p = std::make_unique<ProcessEngine>();
+  p->engine = make_engine(config);
+  p->core = dynamic_cast<detail::EngineCore*>(p->engine.get());
+  spdlog::info("engine: {} with {} GPU(s)", to_string(config.kind), p->engine->num_gpus());
+  if (config.dump_signal != 0) install_dump_signal(config.dump_signal);
+  if (config.watchdog_seconds > 0) {
+    p->watchdog = std::make_unique<Watchdog>(
+        *p->engine, to_milliseconds(config.watchdog_seconds),
+        [seconds = config.watchdog_seconds](const DependencyState& state) {
           spdlog::error("watchdog: no operation completed for {} s\n{}", seconds, state.describe());
         });
   }
+  g_process = p.release();
+  TAGFLOW_CHECK(std::atexit(finish_at_exit) == 0,
+                "engine: expected to register the exit hook, std::atexit failed");
+  return g_process;
+}
+
+}  // namespace
+
+Engine& Engine::get() {
+  // Never destroyed, reachable from here (Note [Engine lifetime]).
+  static Engine* const engine = start_process_engine()->engine.get();
   return *engine;
 }
 

@@ -21,6 +21,51 @@
 // `wait_for_all` rethrows the first error raised since the previous
 // `wait_for_all`. An operation that only writes a variable overwrites it:
 // when it succeeds, the variable's error is cleared.
+//
+// Note [Engine lifetime]
+// The process-wide engine (Engine::get()) is made on first use and never
+// destroyed, like the storage (storage/storage.cc). Arrays, networks and data
+// loaders kept in globals or function statics are destroyed after main()
+// returns, in an order no library controls, and each array hands its memory
+// back through the engine (delete_var): the engine must still be there. A
+// static pointer keeps it reachable, so LeakSanitizer does not report it.
+//  - Normal exit: a hook registered with std::atexit when the engine is made
+//    waits for the work pushed so far, device work included. Hooks and
+//    statics go in reverse order, so everything made before the engine
+//    (spdlog's registry, globals default-constructed before main) is
+//    destroyed after the wait, never while an operation still uses it. If no
+//    operation completes for TAGFLOW_EXIT_TIMEOUT seconds (default 10; 0
+//    does not wait), the hook logs the dependency state and lets the process
+//    exit without the rest. Arrays destroyed after the hook still push their
+//    deletions to the live engine, whose workers run until the process ends;
+//    from the hook on, the engine's own messages bypass spdlog
+//    (detail::log_error), which may be destroyed by then.
+//  - exit() called from inside an operation (an error handler in a closure,
+//    or a simulated GPU's device work): the hook runs on an engine thread
+//    and cannot wait for itself. It only stops the engine's workers from
+//    starting anything new: operations not yet started are dropped, the ones
+//    running finish or end with the process, and memory whose last operation
+//    never runs is not given back (the process is ending). Waits from the
+//    destructors that then run on that thread throw
+//    WaitInsideOperationError.
+//  - Engines made with make_engine() belong to their caller: destroying one
+//    waits for its work and joins its workers, at exit too; the hook neither
+//    waits for them nor stops them.
+//  - fork(): only the calling thread exists in the child, so an engine
+//    started before the fork has no workers there, and its locks may be held
+//    by threads that do not exist. In the child, such an engine refuses
+//    every call that would need them (push, new_var and so every new array,
+//    the waits, dependency_state) with ForkError instead of hanging;
+//    delete_var does nothing (the variable and the memory its deleter would
+//    free are the child's copies of the parent's: kept unused, as the child
+//    exits anyway); destroying it keeps its workers' and streams' records
+//    instead of joining them; the exit hook does nothing. A DataLoader or a
+//    Watchdog made before the fork likewise lets go of its threads in the
+//    child. A child that does not use the parent's engine, and a child
+//    forked before any engine was made (it makes its own), run and exit
+//    normally. Telling a child costs one relaxed load per call: a
+//    pthread_atfork handler counts forks in the child, and each engine
+//    remembers the count it was made under (ForkCheck, engine/detail/lifetime.h).
 
 #include <memory>
 #include <string>
@@ -41,16 +86,21 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  /// The process-wide engine, built on first use from EngineConfig::from_env().
+  /// The process-wide engine, built on first use from EngineConfig::from_env()
+  /// and never destroyed; at exit it first finishes the work pushed so far
+  /// (Note [Engine lifetime]).
   static Engine& get();
 
-  /// A new variable, with no pending operation.
+  /// A new variable, with no pending operation. Throws ForkError in a child
+  /// forked after the engine started (Note [Engine lifetime]), as do push,
+  /// the waits and dependency_state.
   virtual VarHandle new_var() = 0;
   /// Called once a deleted variable's last operation has completed.
   using VarDeleter = detail::InlineFunction<void(), 40>;
 
   /// Deletes `var` once every operation pushed on it so far has completed.
-  /// The handle must not be used after this call.
+  /// The handle must not be used after this call. Does nothing in a child
+  /// forked after the engine started.
   void delete_var(VarHandle var) { delete_var(var, nullptr); }
   /// Same, then calls `on_deleted` (from whichever thread completes the
   /// deletion; it must not throw or wait). On GPUs "completed" means the
@@ -100,7 +150,8 @@ class Engine {
 };
 
 /// Builds an engine of the configured kind. Tests use this to run the same
-/// workload on several engines side by side.
+/// workload on several engines side by side. Destroying it waits for the
+/// work pushed so far and joins its workers (Note [Engine lifetime]).
 std::unique_ptr<Engine> make_engine(const EngineConfig& config);
 
 /// Number of GPUs of the process-wide engine (the tutorials' `num_gpus()`).

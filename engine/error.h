@@ -49,6 +49,13 @@ class DeviceError : public Error {
   using Error::Error;
 };
 
+/// An engine (or a DataLoader) started before fork() was used in the child,
+/// where its threads do not exist (Note [Engine lifetime] in engine.h).
+class ForkError : public Error {
+ public:
+  using Error::Error;
+};
+
 namespace detail {
 template <typename E = Error, typename... Args>
 [[noreturn]] void throw_error(fmt::format_string<Args...> format, Args&&... args) {

@@ -2,12 +2,16 @@
 
 #include <algorithm>
 
+#include "engine/detail/lifetime.h"
 #include "engine/error.h"
 
 namespace tagflow {
 
 Watchdog::Watchdog(Engine& engine, std::chrono::milliseconds stall, Callback on_stall)
-    : engine_(engine), stall_(stall), on_stall_(std::move(on_stall)) {
+    : engine_(engine),
+      stall_(stall),
+      on_stall_(std::move(on_stall)),
+      fork_check_(std::make_unique<detail::ForkCheck>()) {
   TAGFLOW_CHECK(stall_.count() > 0, "Watchdog: expected a positive stall time, got {} ms",
                 stall_.count());
   TAGFLOW_CHECK(static_cast<bool>(on_stall_), "Watchdog: expected a callback, got none");
@@ -15,17 +19,22 @@ Watchdog::Watchdog(Engine& engine, std::chrono::milliseconds stall, Callback on_
 }
 
 Watchdog::~Watchdog() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
+  if (fork_check_->forked()) [[unlikely]] {
+    thread_.detach();
+    detail::abandon(std::move(state_));
+    return;
   }
-  stop_cv_.notify_all();
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->stopping = true;
+  }
+  state_->stop_cv.notify_all();
   thread_.join();
 }
 
 int Watchdog::stalls() const {
-  std::lock_guard lock(mutex_);
-  return stalls_;
+  std::lock_guard lock(state_->mutex);
+  return state_->stalls;
 }
 
 void Watchdog::run() {
@@ -37,8 +46,9 @@ void Watchdog::run() {
   OperationCounts last = engine_.operation_counts();
   auto last_progress = Clock::now();
   bool reported = false;
-  std::unique_lock lock(mutex_);
-  while (!stop_cv_.wait_for(lock, period, [&] { return stopping_; })) {
+  State& state = *state_;
+  std::unique_lock lock(state.mutex);
+  while (!state.stop_cv.wait_for(lock, period, [&] { return state.stopping; })) {
     const OperationCounts now = engine_.operation_counts();
     const auto t = Clock::now();
     if (now.completed != last.completed || now.pending() == 0) {
@@ -52,7 +62,7 @@ void Watchdog::run() {
     lock.unlock();  // the callback may take long, or ask for stalls()
     on_stall_(engine_.dependency_state());
     lock.lock();
-    ++stalls_;
+    ++state.stalls;
   }
 }
 

@@ -16,12 +16,17 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 
 #include "engine/engine.h"
 
 namespace tagflow {
+
+namespace detail {
+class ForkCheck;
+}  // namespace detail
 
 class Watchdog {
  public:
@@ -30,7 +35,9 @@ class Watchdog {
   /// Starts watching `engine`, which must outlive the watchdog. Throws
   /// tagflow::Error for a `stall` that is not positive or a missing callback.
   Watchdog(Engine& engine, std::chrono::milliseconds stall, Callback on_stall);
-  /// Stops watching (waits for a callback under way to return).
+  /// Stops watching (waits for a callback under way to return). In a child
+  /// forked since it started, where its thread does not exist, it only lets
+  /// go of it (Note [Engine lifetime] in engine.h).
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
@@ -41,13 +48,21 @@ class Watchdog {
  private:
   void run();
 
+  /// What the thread waits on: on the heap, so that a forked child can
+  /// keep it rather than destroy a condition variable its parent's thread
+  /// waits on (that would wait for the thread forever).
+  struct State {
+    std::mutex mutex;
+    std::condition_variable stop_cv;
+    bool stopping = false;
+    int stalls = 0;
+  };
+
   Engine& engine_;
   std::chrono::milliseconds stall_;
   Callback on_stall_;
-  mutable std::mutex mutex_;
-  std::condition_variable stop_cv_;
-  bool stopping_ = false;
-  int stalls_ = 0;
+  std::unique_ptr<State> state_ = std::make_unique<State>();
+  std::unique_ptr<const detail::ForkCheck> fork_check_;  // engine/detail/lifetime.h
   std::thread thread_;
 };
 

@@ -19,10 +19,19 @@ namespace tagflow {
 
 namespace detail {
 
-Chunk::Chunk(Context ctx, std::uint64_t bytes)
-    : ctx_(ctx), allocator_(&Storage::get().allocator(ctx)) {
-  block_ = allocator_->allocate(bytes);
-  var_ = Engine::get().new_var();
+Chunk::Chunk(Context ctx, std::uint64_t bytes) : ctx_(ctx) {
+  // The variable first: in a forked child, new_var refuses (ForkError)
+  // before the allocator, whose lock a thread of the parent may hold, is
+  // touched (Note [Engine lifetime] in engine.h).
+  Engine& engine = Engine::get();
+  var_ = engine.new_var();
+  try {
+    allocator_ = &Storage::get().allocator(ctx);
+    block_ = allocator_->allocate(bytes);
+  } catch (...) {
+    engine.delete_var(var_);
+    throw;
+  }
 }
 
 Chunk::~Chunk() {

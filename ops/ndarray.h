@@ -59,9 +59,9 @@ class Chunk {
 
  private:
   Context ctx_;
-  Allocator* allocator_;
+  Allocator* allocator_ = nullptr;
   MemoryBlock block_;
-  VarHandle var_;
+  VarHandle var_ = nullptr;
 };
 
 }  // namespace detail

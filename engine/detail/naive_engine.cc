@@ -1,5 +1,8 @@
 #include "engine/detail/naive_engine.h"
 
+#include <chrono>
+#include <thread>
+
 #include <spdlog/spdlog.h>
 
 #include "engine/detail/worker_pool.h"
@@ -11,15 +14,29 @@ NaiveEngine::NaiveEngine(const EngineConfig& config)
     : config_(config), backend_(make_device_backend(config)) {}
 
 NaiveEngine::~NaiveEngine() {
+  if (fork_check_.forked()) [[unlikely]] {
+    // A forked child: the streams' threads are the parent's (Note [Engine lifetime]).
+    for (auto& [key, stream] : streams_) abandon(std::move(stream));
+    abandon(std::move(backend_));
+    return;
+  }
   if (first_error_) {
     spdlog::warn("engine shut down with an operation error never waited for: {}",
                  describe(first_error_));
   }
 }
 
-VarHandle NaiveEngine::new_var() { return new VarBlock; }
+VarHandle NaiveEngine::new_var() {
+  if (fork_check_.forked()) [[unlikely]]
+    throw_fork_error("new_var");
+  return new VarBlock;
+}
 
 void NaiveEngine::delete_var(VarHandle var, VarDeleter on_deleted) {
+  if (fork_check_.forked()) [[unlikely]] {  // as in the threaded engine
+    if (on_deleted) abandon(std::make_unique<VarDeleter>(std::move(on_deleted)));
+    return;
+  }
   TAGFLOW_CHECK(var != nullptr, "delete_var: expected a variable, got null");
   // Every operation has completed, device work included (push synchronises).
   {
@@ -48,6 +65,8 @@ Stream* NaiveEngine::stream_for(Context ctx, QueueKind queue) {
 }
 
 void NaiveEngine::push(Operation op) {
+  if (fork_check_.forked()) [[unlikely]]
+    throw_fork_error("push");
   TAGFLOW_CHECK(static_cast<bool>(op.fn), "push: operation '{}' has no closure", op.name);
   std::lock_guard lock(mutex_);
   Stream* stream = stream_for(op.ctx, op.queue);
@@ -166,6 +185,8 @@ OperationCounts NaiveEngine::operation_counts() const {
 }
 
 DependencyState NaiveEngine::dependency_state() {
+  if (fork_check_.forked()) [[unlikely]]
+    throw_fork_error("dependency_state");
   check_not_inside_operation("dependency_state");
   DependencyState state;
   state.counts = operation_counts();
@@ -182,10 +203,37 @@ DependencyState NaiveEngine::dependency_state() {
 }
 
 void NaiveEngine::complete_async(OpBlock* op, std::exception_ptr error) {
+  if (fork_check_.forked()) [[unlikely]]
+    return;  // the operation, and its waiting pusher, are the parent's
   op->signal->notify(std::move(error));
 }
 
+bool NaiveEngine::finish_pending(std::chrono::milliseconds stall) {
+  // Operations run in their pushers, device work included; only one still
+  // running in another thread can be pending.
+  using Clock = std::chrono::steady_clock;
+  auto last_progress = Clock::now();
+  for (OperationCounts counts = operation_counts(); counts.pending() != 0;) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    const OperationCounts now = operation_counts();
+    if (now.completed != counts.completed) {
+      counts = now;
+      last_progress = Clock::now();
+    } else if (Clock::now() - last_progress > stall) {
+      return false;
+    }
+  }
+  std::lock_guard lock(mutex_);
+  if (first_error_) {
+    spdlog::warn("engine: exiting with an operation error never waited for: {}",
+                 describe(first_error_));
+  }
+  return true;
+}
+
 void NaiveEngine::rethrow_error_of(VarHandle var, const char* what) {
+  if (fork_check_.forked()) [[unlikely]]
+    throw_fork_error(what);
   check_not_inside_operation(what);
   TAGFLOW_CHECK(var != nullptr, "{}: expected a variable, got null", what);
   std::lock_guard lock(mutex_);
@@ -197,6 +245,8 @@ void NaiveEngine::wait_to_read(VarHandle var) { rethrow_error_of(var, "wait_to_r
 void NaiveEngine::wait_to_write(VarHandle var) { rethrow_error_of(var, "wait_to_write"); }
 
 void NaiveEngine::wait_for_all() {
+  if (fork_check_.forked()) [[unlikely]]
+    throw_fork_error("wait_for_all");
   check_not_inside_operation("wait_for_all");
   std::lock_guard lock(mutex_);
   if (auto error = std::exchange(first_error_, nullptr)) std::rethrow_exception(error);

@@ -6,6 +6,7 @@
 // Internal to engine/; reach it through make_engine() with TAGFLOW_ENGINE=naive.
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "engine/detail/device_backend.h"
+#include "engine/detail/lifetime.h"
 #include "engine/detail/op_block.h"
 #include "engine/engine.h"
 
@@ -37,12 +39,18 @@ class NaiveEngine final : public Engine, public EngineCore {
   const std::vector<GpuInfo>& gpus() const override { return backend_->devices(); }
   std::string device_status() const override { return backend_->status(); }
   void complete_async(OpBlock* op, std::exception_ptr error) override;
+  bool finish_pending(std::chrono::milliseconds stall) override;
+  /// Nothing to stop: operations run in their pushers.
+  void stop_workers() override {}
 
  private:
   Stream* stream_for(Context ctx, QueueKind queue);
   void rethrow_error_of(VarHandle var, const char* what);
 
   EngineConfig config_;
+  /// Tells a forked child, where the streams' threads do not exist, and the
+  /// mutex may be held by a thread that does not either (Note [Engine lifetime]).
+  ForkCheck fork_check_;
   std::unique_ptr<DeviceBackend> backend_;
   std::recursive_mutex mutex_;  // one operation at a time; closures may push
   std::map<std::pair<int, QueueKind>, std::unique_ptr<Stream>> streams_;

@@ -23,6 +23,8 @@
 // reads from being destroyed: the engine's dependency dump does both
 // (Note [Dependency state] in threaded_engine.h).
 
+#include <pthread.h>
+
 #include <atomic>
 #include <cstddef>
 #include <mutex>
@@ -156,7 +158,6 @@ struct ReturnBatch {
     head = tail = nullptr;
     count = 0;
   }
-  ~ReturnBatch() { flush(); }
 };
 
 /// Thread-local handle to a cache of the registry for objects of type `T`
@@ -192,7 +193,7 @@ class ObjectPool {
 
  private:
   static ReturnBatch& returns() {
-    thread_local ReturnBatch batch;
+    thread_local ReturnBatch batch;  // trivially destructible: valid for the whole thread
     return batch;
   }
   static ObjectPoolRegistry& registry() {
@@ -200,13 +201,39 @@ class ObjectPool {
     static ObjectPoolRegistry* registry = new ObjectPoolRegistry(sizeof(T), kHeaderOffset);
     return *registry;
   }
-  struct Holder {
-    ObjectPoolCache* cache = registry().adopt();
-    ~Holder() { registry().release(cache); }
+  // The thread's cache: a plain thread-local pointer, valid for the whole
+  // thread, so that objects destroyed late (statics, after the main
+  // thread's thread-local destructors) still allocate and free (Note
+  // [Engine lifetime] in engine.h). A thread that ends hands its cache back
+  // through a pthread key's destructor rather than a thread_local object's:
+  // those are listed in memory only the thread's own storage points to,
+  // which a forked child's leak check would report as lost.
+  static ObjectPoolCache*& cache_slot() {
+    thread_local ObjectPoolCache* cache = nullptr;
+    return cache;
+  }
+  static void release_at_thread_exit(void* cache) {
+    returns().flush();
+    cache_slot() = nullptr;
+    registry().release(static_cast<ObjectPoolCache*>(cache));
+  }
+  struct ExitKey {
+    pthread_key_t key{};
+    bool made = pthread_key_create(&key, release_at_thread_exit) == 0;
   };
+  [[gnu::noinline]] static ObjectPoolCache& adopt() {
+    static const ExitKey exit_key;
+    ObjectPoolCache* cache = registry().adopt();
+    cache_slot() = cache;
+    // Without a key, the cache stays with its thread: memory, not correctness.
+    if (exit_key.made) (void)pthread_setspecific(exit_key.key, cache);
+    return *cache;
+  }
   static ObjectPoolCache& local() {
-    thread_local Holder holder;
-    return *holder.cache;
+    ObjectPoolCache* cache = cache_slot();
+    if (cache == nullptr) [[unlikely]]
+      return adopt();
+    return *cache;
   }
 };
 

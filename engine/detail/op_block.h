@@ -3,6 +3,7 @@
 // Internal to engine/.
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -131,10 +132,20 @@ struct alignas(64) OpBlock : Pooled<OpBlock> {
   static Completion make_completion(OpBlock* op) { return Completion(op); }
 };
 
-/// Called by Completion::done / fail (implemented by each engine).
+/// What the rest of engine/ asks of an engine beyond its public interface
+/// (implemented by each engine).
 class EngineCore {
  public:
+  /// Called by Completion::done / fail.
   virtual void complete_async(OpBlock* op, std::exception_ptr error) = 0;
+  /// For the exit hook (Note [Engine lifetime] in engine.h): waits until
+  /// every operation pushed so far has completed and the device work has
+  /// finished, and logs an operation error never waited for. Returns false,
+  /// as soon as no operation has completed for `stall`, if that comes first.
+  virtual bool finish_pending(std::chrono::milliseconds stall) = 0;
+  /// For the exit hook, when exit() was called from inside an operation:
+  /// the workers start no further operation.
+  virtual void stop_workers() = 0;
 
  protected:
   ~EngineCore() = default;

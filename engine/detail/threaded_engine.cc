@@ -31,6 +31,15 @@ ThreadedEngine::ThreadedEngine(const EngineConfig& config)
 }
 
 ThreadedEngine::~ThreadedEngine() {
+  if (fork_check_.forked()) [[unlikely]] {
+    // A forked child: the workers and stream threads are the parent's, and
+    // joining them, or destroying what they wait on, would wait forever.
+    // Everything they use is kept, unreachable (Note [Engine lifetime]); the
+    // registry does not follow this engine there (threaded_engine_inspection.cc).
+    for (auto& pool : owned_pools_) abandon(std::move(pool));
+    abandon(std::move(backend_));
+    return;
+  }
   drain();
   withdraw();
   if (config_.profiler) g_profiling.fetch_sub(1, std::memory_order_relaxed);
@@ -81,8 +90,10 @@ WorkerPool* ThreadedEngine::create_pool(int slot, Context ctx, QueueKind queue) 
     pool = std::make_unique<WorkerPool>(*this, cpu(ctx.index), QueueKind::kCompute,
                                         config_.cpu_workers, nullptr);
   }
-  spdlog::debug("engine: started {} {} queue with {} worker(s)", pool->context().str(),
-                queue == QueueKind::kCopy ? "copy" : "compute", pool->num_workers());
+  if (!exit_started()) {  // spdlog may be gone once exit has started
+    spdlog::debug("engine: started {} {} queue with {} worker(s)", pool->context().str(),
+                  queue == QueueKind::kCopy ? "copy" : "compute", pool->num_workers());
+  }
   worker_threads_.fetch_add(pool->num_workers(), std::memory_order_relaxed);
   entry.store(pool.get(), std::memory_order_release);
   const int started = num_started_.load(std::memory_order_relaxed);
@@ -94,9 +105,20 @@ WorkerPool* ThreadedEngine::create_pool(int slot, Context ctx, QueueKind queue) 
 
 // --- variables ----------------------------------------------------------------
 
-VarHandle ThreadedEngine::new_var() { return new VarBlock; }
+VarHandle ThreadedEngine::new_var() {
+  if (fork_check_.forked()) [[unlikely]]
+    throw_fork_error("new_var");
+  return new VarBlock;
+}
 
 void ThreadedEngine::delete_var(VarHandle var, VarDeleter on_deleted) {
+  // In a forked child the variable, and the memory its deleter would give
+  // back, are the child's copies of the parent's: kept, unused (the
+  // deleter too, so that the memory stays reachable for leak checks).
+  if (fork_check_.forked()) [[unlikely]] {
+    if (on_deleted) abandon(std::make_unique<VarDeleter>(std::move(on_deleted)));
+    return;
+  }
   TAGFLOW_CHECK(var != nullptr, "delete_var: expected a variable, got null");
   std::unique_lock lock(push_lock_);
   if (!profiled_writers_.empty()) profiled_writers_.erase(var);
@@ -122,6 +144,8 @@ void ThreadedEngine::delete_var(VarHandle var, VarDeleter on_deleted) {
 // --- push: appending claims ----------------------------------------------------
 
 void ThreadedEngine::push(Operation op) {
+  if (fork_check_.forked()) [[unlikely]]
+    throw_fork_error("push");
   TAGFLOW_CHECK(static_cast<bool>(op.fn), "push: operation '{}' has no closure", op.name);
   for (VarHandle v : op.reads) {
     TAGFLOW_CHECK(v != nullptr, "push: operation '{}' lists a null variable in reads", op.name);
@@ -477,6 +501,9 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
   Stream* stream = pool.stream();
   const bool real_gpu = stream != nullptr && stream->native_handle() != nullptr;
   for (int run = 0; op != nullptr && run < kMaxInlineRun; ++run) {
+    // exit() was called from inside an operation (Note [Engine lifetime]).
+    if (workers_stopped_.load(std::memory_order_relaxed)) [[unlikely]]
+      park_until_exit();
     followers.inline_next = nullptr;
     // Skipped or not: the fence it leaves on what it writes must follow the
     // device work of the operations it follows (Note [Skipped operations on
@@ -532,6 +559,9 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
 }
 
 void ThreadedEngine::complete_async(OpBlock* op, std::exception_ptr error) {
+  // A Completion kept by the child of a fork: its operation is the parent's.
+  if (fork_check_.forked()) [[unlikely]]
+    return;
   // Called from any thread, possibly one the engine does not own: counted,
   // so that the destructor waits until it has stopped touching the engine.
   completers_inside_.fetch_add(1, std::memory_order_acq_rel);

@@ -69,12 +69,14 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
 
 #include "engine/detail/device_backend.h"
+#include "engine/detail/lifetime.h"
 #include "engine/detail/op_block.h"
 #include "engine/detail/worker_pool.h"
 #include "engine/engine.h"
@@ -107,6 +109,8 @@ class ThreadedEngine final : public Engine, public EngineCore {
   /// Polls of an empty queue before a worker sleeps (Note [Idle workers]).
   int spin_budget() const;
   void complete_async(OpBlock* op, std::exception_ptr error) override;
+  bool finish_pending(std::chrono::milliseconds stall) override;
+  void stop_workers() override { workers_stopped_.store(true, std::memory_order_relaxed); }
 
  private:
   /// Operations made ready while completing one: at most one is kept to run
@@ -176,6 +180,10 @@ class ThreadedEngine final : public Engine, public EngineCore {
   static inline std::atomic<int> inspections_{0};
 
   EngineConfig config_;
+  /// Tells a forked child, where the workers do not exist (Note [Engine lifetime]).
+  ForkCheck fork_check_;
+  /// Set by stop_workers(); read by the workers before each operation.
+  std::atomic<bool> workers_stopped_{false};
   /// Profiling: the last profiled writer of each variable (push lock).
   std::unordered_map<const VarBlock*, std::uint64_t> profiled_writers_;
   std::unique_ptr<DeviceBackend> backend_;

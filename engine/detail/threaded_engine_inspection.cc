@@ -14,10 +14,17 @@ namespace tagflow::detail {
 
 namespace {
 
-/// Every threaded engine of the process, for the dump to lock.
+/// Every threaded engine of the process, for the dump to lock. An engine
+/// destroyed in a forked child stays listed (its destructor takes no lock
+/// the parent may have held): each entry remembers its process, and a dump
+/// skips the engines of another one without reading them.
 struct Registry {
+  struct Entry {
+    ThreadedEngine* engine;
+    ForkCheck made;
+  };
   std::mutex mutex;
-  std::vector<ThreadedEngine*> engines;
+  std::vector<Entry> engines;
 };
 Registry& registry() {
   static auto* r = new Registry;  // engines may outlive static destruction
@@ -69,13 +76,13 @@ void add_blockers(const OpBlock& pred, const OpBlock& op, std::vector<Blocker>& 
 
 void ThreadedEngine::enroll() {
   std::lock_guard lock(registry().mutex);
-  registry().engines.push_back(this);
+  registry().engines.push_back({this, fork_check_});
 }
 
 void ThreadedEngine::withdraw() {
   std::lock_guard lock(registry().mutex);
   auto& engines = registry().engines;
-  engines.erase(std::remove(engines.begin(), engines.end(), this), engines.end());
+  std::erase_if(engines, [this](const Registry::Entry& e) { return e.engine == this; });
 }
 
 void ThreadedEngine::park(OpBlock* op) {
@@ -97,11 +104,16 @@ OperationCounts ThreadedEngine::operation_counts() const {
 }
 
 DependencyState ThreadedEngine::dependency_state() {
+  if (fork_check_.forked()) [[unlikely]]
+    throw_fork_error("dependency_state");
   check_not_inside_operation("dependency_state");
   DependencyState state;
   {
     std::lock_guard registry_lock(registry().mutex);
-    std::vector<ThreadedEngine*> engines = registry().engines;
+    std::vector<ThreadedEngine*> engines;
+    for (const Registry::Entry& e : registry().engines) {
+      if (!e.made.forked()) engines.push_back(e.engine);
+    }
     std::sort(engines.begin(), engines.end());
     for (ThreadedEngine* e : engines) e->push_lock_.lock();
     inspections_.fetch_add(1, std::memory_order_seq_cst);

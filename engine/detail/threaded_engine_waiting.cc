@@ -1,8 +1,13 @@
 // The threaded engine's waits: for one variable (an operation of its own
 // kind, claimed like any other), and for everything pushed (counts of pushed
-// and completed operations, then every stream synchronised).
+// and completed operations, then every stream synchronised); at exit, the
+// same with a limit on how long nothing may complete.
 
+#include <chrono>
 #include <exception>
+#include <thread>
+
+#include <spdlog/spdlog.h>
 
 #include "engine/detail/threaded_engine.h"
 #include "engine/error.h"
@@ -10,6 +15,8 @@
 namespace tagflow::detail {
 
 void ThreadedEngine::wait_on(VarHandle var, Access access, const char* what) {
+  if (fork_check_.forked()) [[unlikely]]
+    throw_fork_error(what);
   check_not_inside_operation(what);
   TAGFLOW_CHECK(var != nullptr, "{}: expected a variable, got null", what);
   WaitSignal signal;
@@ -45,6 +52,8 @@ void ThreadedEngine::wait_to_read(VarHandle var) { wait_on(var, Access::kRead, "
 void ThreadedEngine::wait_to_write(VarHandle var) { wait_on(var, Access::kWrite, "wait_to_write"); }
 
 void ThreadedEngine::wait_for_all() {
+  if (fork_check_.forked()) [[unlikely]]
+    throw_fork_error("wait_for_all");
   check_not_inside_operation("wait_for_all");
   const bool profiled = profiling();
   const std::int64_t started = profiled ? profiler_now() : 0;
@@ -93,6 +102,48 @@ void ThreadedEngine::drain() {
       record_error(std::current_exception());
     }
   }
+}
+
+bool ThreadedEngine::finish_pending(std::chrono::milliseconds stall) {
+  // Polled: exit is not a hot path, and the stall limit needs a timed wait,
+  // which the wake words do not have.
+  using Clock = std::chrono::steady_clock;
+  auto last_progress = Clock::now();
+  auto stalled = [&] { return Clock::now() - last_progress > stall; };
+  auto pause = [] { std::this_thread::sleep_for(std::chrono::microseconds(200)); };
+  // Completions first, pushes second, as in drain().
+  for (std::uint64_t completed = completed_count();
+       completed != pushed_.load(std::memory_order_seq_cst);) {
+    pause();
+    const std::uint64_t now_completed = completed_count();
+    if (now_completed != completed) {
+      completed = now_completed;
+      last_progress = Clock::now();
+    } else if (stalled()) {
+      return false;
+    }
+  }
+  const int n = num_started_.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i) {
+    Stream* stream = started_[static_cast<std::size_t>(i)]->stream();
+    if (stream == nullptr) continue;
+    try {
+      const std::uint64_t mark = stream->record();
+      while (!stream->finished(mark)) {
+        if (stalled()) return false;
+        pause();
+      }
+      last_progress = Clock::now();
+    } catch (...) {
+      // A broken stream: nothing more will finish on it.
+    }
+  }
+  std::lock_guard lock(error_mutex_);
+  if (first_error_) {
+    spdlog::warn("engine: exiting with an operation error never waited for: {}",
+                 describe(first_error_));
+  }
+  return true;
 }
 
 }  // namespace tagflow::detail

@@ -1,9 +1,8 @@
 #include "engine/detail/worker_pool.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 
+#include "engine/detail/lifetime.h"
 #include "engine/error.h"
 
 #include "engine/detail/threaded_engine.h"
@@ -16,12 +15,13 @@ WorkerIdentity& this_worker() {
 }
 
 void run_deleter(Engine::VarDeleter& deleter) noexcept {
+  // Deleters also run while statics are destroyed: log_error then bypasses spdlog.
   try {
     deleter();
   } catch (const std::exception& e) {
-    spdlog::error("a variable's deleter threw (ignored): {}", e.what());
+    log_error("a variable's deleter threw (ignored): ", e.what());
   } catch (...) {
-    spdlog::error("a variable's deleter threw an unknown exception (ignored)");
+    log_error("a variable's deleter threw an unknown exception (ignored)");
   }
 }
 

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/detail/lifetime.h"
 #include "engine/engine.h"
 #include "engine/error.h"
 #include "storage/storage.h"
@@ -142,6 +143,7 @@ class DataLoader::Impl {
   Impl& operator=(const Impl&) = delete;
 
   void start_epoch() {
+    check_not_forked("DataLoader::start_epoch");
     auto plan = std::make_shared<EpochPlan>();
     plan->epoch = epochs_started_++;
     const std::int64_t n = dataset_.size();
@@ -183,6 +185,7 @@ class DataLoader::Impl {
   }
 
   std::optional<Batch> next() {
+    check_not_forked("DataLoader::next");
     if (!plan_) start_epoch();
     if (next_to_deliver_ >= plan_->num_batches) return std::nullopt;
     const std::int64_t k = next_to_deliver_++;
@@ -221,7 +224,21 @@ class DataLoader::Impl {
   Context context() const { return context_; }
   const Dataset& dataset() const { return dataset_; }
 
+  /// True in a child forked since the workers started: they exist only in
+  /// the parent (Note [Engine lifetime] in engine/engine.h).
+  bool forked_with_workers() const { return !workers_.empty() && fork_check_.forked(); }
+  /// Lets go of the workers without stopping them: a forked child's part of
+  /// the destructor, which must neither join them nor destroy what they wait on.
+  void detach_workers() {
+    for (std::jthread& worker : workers_) worker.detach();
+  }
+
  private:
+  void check_not_forked(const char* what) const {
+    if (forked_with_workers()) [[unlikely]]
+      detail::throw_fork_error(what, "the DataLoader's workers were");
+  }
+
   /// A worker's life: claim a batch of the current epoch, build it, file it.
   void work(std::stop_token stop) {
     std::unique_lock lock(mutex_);
@@ -333,6 +350,7 @@ class DataLoader::Impl {
   /// The epoch of shared_plan_, also read without the lock by workers
   /// between samples to give up on an abandoned epoch early.
   std::atomic<std::uint64_t> current_epoch_{0};
+  detail::ForkCheck fork_check_;
 
   // Last, so that they are made after and stopped before everything above.
   std::vector<std::jthread> workers_;
@@ -341,9 +359,22 @@ class DataLoader::Impl {
 DataLoader::DataLoader(Dataset dataset, std::int64_t batch_size, DataLoaderOptions options)
     : impl_(std::make_unique<Impl>(std::move(dataset), batch_size, std::move(options))) {}
 
-DataLoader::~DataLoader() = default;
+DataLoader::~DataLoader() {
+  if (impl_ && impl_->forked_with_workers()) [[unlikely]] {
+    // A forked child: the workers wait on the loader's condition variables
+    // in the parent only; destroying those would wait for them forever.
+    impl_->detach_workers();
+    detail::abandon(std::move(impl_));
+  }
+}
 DataLoader::DataLoader(DataLoader&&) noexcept = default;
-DataLoader& DataLoader::operator=(DataLoader&&) noexcept = default;
+DataLoader& DataLoader::operator=(DataLoader&& other) noexcept {
+  if (this != &other) {
+    DataLoader old(std::move(*this));  // goes as a loader does, in a forked child too
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
 
 DataLoader::Iterator DataLoader::begin() {
   impl_->start_epoch();

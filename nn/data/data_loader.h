@@ -121,6 +121,9 @@ class DataLoader {
   /// be empty (fewer samples than shards): its epochs have no batch.
   DataLoader(Dataset dataset, std::int64_t batch_size, DataLoaderOptions options = {});
   /// Stops and joins the workers, mid-epoch included (Note [Loader workers]).
+  /// In a child forked since the workers started, where they do not exist,
+  /// it lets go of them instead, and next() and begin() throw ForkError
+  /// (Note [Engine lifetime] in engine/engine.h).
   ~DataLoader();
   DataLoader(DataLoader&&) noexcept;
   DataLoader& operator=(DataLoader&&) noexcept;

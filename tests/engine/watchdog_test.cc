@@ -199,5 +199,23 @@ TEST(EngineConfigDiagnostics, ReadsTheDumpSignalAndWatchdogSettings) {
   unsetenv("TAGFLOW_WATCHDOG");
 }
 
+TEST(EngineConfigDiagnostics, ReadsTheExitTimeout) {
+  EXPECT_EQ(EngineConfig::defaults().exit_timeout_seconds, 10);
+  setenv("TAGFLOW_EXIT_TIMEOUT", "0.5", 1);
+  EXPECT_EQ(EngineConfig::from_env().exit_timeout_seconds, 0.5);
+  setenv("TAGFLOW_EXIT_TIMEOUT", "0", 1);
+  EXPECT_EQ(EngineConfig::from_env().exit_timeout_seconds, 0);
+  for (const char* bad : {"never", "-2", "5s"}) {
+    setenv("TAGFLOW_EXIT_TIMEOUT", bad, 1);
+    try {
+      (void)EngineConfig::from_env();
+      ADD_FAILURE() << bad << ": expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("TAGFLOW_EXIT_TIMEOUT"), std::string::npos) << e.what();
+    }
+  }
+  unsetenv("TAGFLOW_EXIT_TIMEOUT");
+}
+
 }  // namespace
 }  // namespace tagflow::testing
