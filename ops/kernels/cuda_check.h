@@ -1,22 +1,18 @@
 #pragma once
 // Status checks for the CUDA kernels and libraries: every call's status is
-// checked and a failure throws DeviceError naming the call. Internal to
-// ops/; included only by .cu files and CUDA-only .cc files. The throwing
-// lives in cuda_check.cc, compiled by the host compiler.
+// checked and a failure throws DeviceError naming the call, worded as Note
+// [CUDA status messages] (engine/detail/cuda_check.h) says. The CUDA runtime's
+// check is the engine's; cuBLAS's and cuDNN's are here. Internal to ops/;
+// included only by .cu files and CUDA-only .cc files. The throwing lives in
+// cuda_check.cc, compiled by the host compiler.
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
+#include "engine/detail/cuda_check.h"
+
 namespace tagflow::detail {
-
-/// Throws DeviceError: "<what>: <CUDA's message> (<error name>)".
-[[noreturn]] void throw_cuda_error(cudaError_t status, const char* what);
-
-inline void check_cuda(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) [[unlikely]]
-    throw_cuda_error(status, what);
-}
 
 /// Throws DeviceError for a failed cuBLAS call (status as an int, so that
 /// this header needs no cuBLAS include).
