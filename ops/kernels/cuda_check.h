@@ -46,12 +46,4 @@ inline int as_int(std::int64_t value, const char* what) {
 /// After a kernel launch: a bad configuration shows here, at once.
 inline void check_launch(const char* kernel) { check_cuda(cudaGetLastError(), kernel); }
 
-/// Blocks of `threads` threads covering `n` elements with grid-stride loops,
-/// capped so that huge arrays reuse blocks instead of overflowing the grid.
-inline unsigned blocks_for(std::int64_t n, int threads = 256) {
-  constexpr std::int64_t kMaxBlocks = 65535 * 8;
-  const std::int64_t blocks = (n + threads - 1) / threads;
-  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks < kMaxBlocks ? blocks : kMaxBlocks));
-}
-
 }  // namespace tagflow::detail
