@@ -14,7 +14,6 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <tbb/global_control.h>
 
 #include "tagflow/tagflow.h"
 #include "tests/ops/test_util.h"
@@ -351,15 +350,7 @@ TEST(BatchNormTest, ResultsDoNotDependOnTheNumberOfThreads) {
       }
       return all;
     };
-    std::vector<float> one_thread;
-    {
-      tbb::global_control limit(tbb::global_control::max_allowed_parallelism, 1);
-      one_thread = run();
-    }
-    const std::vector<float> all_threads = run();
-    ASSERT_EQ(one_thread.size(), all_threads.size());
-    EXPECT_EQ(std::memcmp(one_thread.data(), all_threads.data(), one_thread.size() * sizeof(float)),
-              0);
+    testing::expect_same_bits_on_one_and_all_threads(run);
   }
 }
 

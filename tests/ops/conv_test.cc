@@ -8,12 +8,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <tbb/global_control.h>
 
 #include "tagflow/tagflow.h"
 #include "tests/ops/test_util.h"
@@ -22,6 +20,7 @@ namespace tagflow {
 namespace {
 
 using testing::all_devices;
+using testing::error_of;
 using testing::random_floats;
 using Values = std::vector<double>;
 
@@ -245,15 +244,7 @@ TEST(ConvTest, ResultsDoNotDependOnTheNumberOfThreads) {
     }
     return all;
   };
-  std::vector<float> one_thread;
-  {
-    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, 1);
-    one_thread = run();
-  }
-  const std::vector<float> all_threads = run();
-  ASSERT_EQ(one_thread.size(), all_threads.size());
-  EXPECT_EQ(std::memcmp(one_thread.data(), all_threads.data(), one_thread.size() * sizeof(float)),
-            0);
+  testing::expect_same_bits_on_one_and_all_threads(run);
 }
 
 TEST(ConvTest, EmptyBatchesAndViewsAsInputs) {
@@ -282,15 +273,6 @@ TEST(ConvTest, EmptyBatchesAndViewsAsInputs) {
     EXPECT_EQ(conv2d(x_view, w_view, NDArray(), {.stride = {2, 2}}).to_vector<float>(),
               conv2d(x_copy, w_copy, NDArray(), {.stride = {2, 2}}).to_vector<float>());
   }
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(ConvTest, BadInputGetsClearErrorsAndLeavesTheEngineUsable) {

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <functional>
 #include <numeric>
 #include <random>
 #include <string>
@@ -22,6 +21,7 @@ namespace tagflow {
 namespace {
 
 using testing::all_devices;
+using testing::error_of;
 using Values = std::vector<double>;
 
 struct PoolCase {
@@ -220,15 +220,6 @@ TEST(PoolTest, EmptyBatchesAndViewsAsInputs) {
     EXPECT_EQ(avg_pool2d(view, {3, 3}, {3, 3}).to_vector<float>(),
               avg_pool2d(view.copyto(ctx), {3, 3}, {3, 3}).to_vector<float>());
   }
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(PoolTest, BadInputGetsClearErrorsAndLeavesTheEngineUsable) {
