@@ -169,16 +169,10 @@ void check_conv_gradients(const ConvCase& c, Context ctx) {
   }
   std::vector<Values> x;
   for (const auto& h : host) x.emplace_back(h.begin(), h.end());
-  const auto loss = [&] {
-    const Values y = reference_conv(x[0], c.x, x[1], c.w, c.bias ? &x[2] : nullptr, c.options);
-    double total = 0;
-    for (std::size_t k = 0; k < y.size(); ++k) total += y[k] * r[k];
-    return total;
-  };
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    testing::expect_gradient_matches_finite_differences(x[i], inputs[i].grad().to_vector<float>(),
-                                                        loss, "input " + std::to_string(i));
-  }
+  testing::expect_gradients_match_finite_differences(x, inputs, [&] {
+    return testing::weighted_sum(
+        reference_conv(x[0], c.x, x[1], c.w, c.bias ? &x[2] : nullptr, c.options), r);
+  });
 }
 
 TEST(ConvTest, GradientsOfInputWeightsAndBiasMatchFiniteDifferences) {

@@ -135,10 +135,7 @@ void check_pool_gradient(const PoolCase& c, PoolType type, Context ctx) {
   const std::vector<float> grad = x.grad().to_vector<float>();
   Values xd(xh.begin(), xh.end());
   const auto loss = [&] {
-    const Values y = reference_pool(xd, c.x, type, c.options);
-    double total = 0;
-    for (std::size_t k = 0; k < y.size(); ++k) total += y[k] * r[k];
-    return total;
+    return testing::weighted_sum(reference_pool(xd, c.x, type, c.options), r);
   };
   testing::expect_gradient_matches_finite_differences(xd, grad, loss, "pool2d input",
                                                       /*samples=*/grad.size(), /*tolerance=*/1e-4);

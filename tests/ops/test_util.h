@@ -84,6 +84,28 @@ inline void expect_gradient_matches_finite_differences(
   }
 }
 
+/// For several inputs at once: x[i] holds the values of input i that `loss`
+/// reads, and inputs[i] the array whose gradient the backward pass gave.
+inline void expect_gradients_match_finite_differences(std::vector<std::vector<double>>& x,
+                                                      const std::vector<NDArray>& inputs,
+                                                      const std::function<double()>& loss,
+                                                      const std::string& what = "") {
+  ASSERT_EQ(x.size(), inputs.size()) << what;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    expect_gradient_matches_finite_differences(
+        x[i], inputs[i].grad().to_vector<float>(), loss,
+        (what.empty() ? "" : what + ": ") + "input " + std::to_string(i));
+  }
+}
+
+/// The sum of y[k] * r[k]: the scalar a gradient check differentiates, from a
+/// reference's output `y` and the random weights `r` the backward pass used.
+inline double weighted_sum(const std::vector<double>& y, const std::vector<float>& r) {
+  double total = 0;
+  for (std::size_t k = 0; k < y.size(); ++k) total += y[k] * r[k];
+  return total;
+}
+
 /// The message of the error of type `E` (tagflow::Error unless named) that
 /// `f` throws; "(no error)" when it throws none, and the message of any
 /// other exception, marked, when it throws that instead.
