@@ -12,9 +12,9 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include "tagflow/tagflow.h"
+#include "tests/common/test_directory.h"
 #include "tests/nn/io/idx_files.h"
 #include "tests/ops/test_util.h"
 
@@ -62,11 +62,7 @@ TEST(FashionMnistTest, ClassNamesAndDefaultDirectory) {
 class SmallFashionMnistTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("tagflow_fmnist_test_" + std::to_string(getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = testing::make_test_directory("tagflow_fmnist_test");
     std::mt19937 rng(3);
     pixels_.resize(3 * 28 * 28);
     for (unsigned char& p : pixels_) p = static_cast<unsigned char>(rng());

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include "tagflow/tagflow.h"
+#include "tests/common/test_directory.h"
 #include "tests/nn/io/idx_files.h"
 #include "tests/ops/test_util.h"
 
@@ -137,13 +137,7 @@ void expect_values(const NDArray& a, const Sample& s, const std::string& what) {
 
 class IdxTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("tagflow_idx_test_" + std::to_string(getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = testing::make_test_directory("tagflow_idx_test"); }
   void TearDown() override { fs::remove_all(dir_); }
 
   /// Writes `bytes` to a new file of the test directory and returns its path.
