@@ -135,13 +135,7 @@ void Parameter::load(const NDArray& value, const std::vector<Context>& contexts)
   shape_ = value.shape();
   deferred_init_ = nullptr;  // the value replaces a deferred initialization
   deferred_contexts_.clear();
-  data_.clear();
-  for (Context c : contexts) {
-    NDArray copy = value.detach().copyto(c);
-    copy.attach_grad(grad_req_);
-    data_.push_back(copy);
-  }
-  contexts_ = contexts;
+  replicate(value, contexts);
 }
 
 void Parameter::reset_ctx(const std::vector<Context>& contexts) {
@@ -151,7 +145,10 @@ void Parameter::reset_ctx(const std::vector<Context>& contexts) {
     if (deferred_init_) deferred_contexts_ = contexts;
     return;
   }
-  const NDArray source = data_[0];
+  replicate(data_[0], contexts);
+}
+
+void Parameter::replicate(NDArray source, const std::vector<Context>& contexts) {
   data_.clear();
   for (Context c : contexts) {
     NDArray copy = source.detach().copyto(c);

@@ -70,6 +70,9 @@ class Parameter {
  private:
   std::size_t index_of(Context ctx, const char* what) const;
   void allocate(const init::InitializerPtr& init, const std::vector<Context>& contexts);
+  /// Makes a copy of `source` (taken by value: it may be one of the data
+  /// replaced) the data on every device of `contexts`, each with a fresh gradient.
+  void replicate(NDArray source, const std::vector<Context>& contexts);
 
   std::string name_;
   Shape shape_;

@@ -18,6 +18,7 @@
 #include "engine/operation.h"
 #include "engine/profiler.h"
 #include "engine/small_vector.h"
+#include "engine/splitmix.h"
 #include "engine/stream.h"
 #include "engine/watchdog.h"
 

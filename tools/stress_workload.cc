@@ -2,22 +2,17 @@
 
 #include <algorithm>
 
+#include "engine/splitmix.h"
+
 namespace tagflow::tools::stress {
 
 namespace {
 
-constexpr std::uint64_t splitmix(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
 /// A small portable generator: a seed means the same workload everywhere.
 class Rng {
  public:
-  explicit Rng(std::uint64_t seed) : state_(splitmix(seed)) {}
-  std::uint64_t next() { return splitmix(state_++); }
+  explicit Rng(std::uint64_t seed) : state_(splitmix64(seed)) {}
+  std::uint64_t next() { return splitmix64(state_++); }
   int below(int n) { return static_cast<int>(next() % static_cast<std::uint64_t>(n)); }
   bool percent(int p) { return below(100) < p; }
 
@@ -45,8 +40,8 @@ void add_errors(std::vector<std::uint64_t>& into, const std::vector<std::uint64_
 
 std::vector<Step> generate_round(std::uint64_t seed, int client, int round,
                                  const ClientShape& shape, const Mix& mix) {
-  Rng rng(seed ^
-          splitmix((static_cast<std::uint64_t>(client) << 32) | static_cast<std::uint32_t>(round)));
+  Rng rng(seed ^ splitmix64((static_cast<std::uint64_t>(client) << 32) |
+                            static_cast<std::uint32_t>(round)));
   const int devices = shape.num_devices;
   std::vector<Step> steps(static_cast<std::size_t>(shape.steps));
   for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -94,21 +89,21 @@ std::vector<Step> generate_round(std::uint64_t seed, int client, int round,
 
 Value initial_value(std::uint64_t seed, int client, std::uint64_t generation, int slot) {
   const std::uint64_t h =
-      splitmix(seed ^ splitmix((static_cast<std::uint64_t>(client) << 40) ^ (generation << 20) ^
-                               static_cast<std::uint64_t>(slot)));
-  return {h, splitmix(h)};
+      splitmix64(seed ^ splitmix64((static_cast<std::uint64_t>(client) << 40) ^ (generation << 20) ^
+                                   static_cast<std::uint64_t>(slot)));
+  return {h, splitmix64(h)};
 }
 
 Value shared_value(std::uint64_t seed, int device) {
-  const std::uint64_t h = splitmix(~seed ^ static_cast<std::uint64_t>(device));
-  return {h, splitmix(h + 1)};
+  const std::uint64_t h = splitmix64(~seed ^ static_cast<std::uint64_t>(device));
+  return {h, splitmix64(h + 1)};
 }
 
 Value mix_values(const Step& step, const Value* inputs, int num_inputs, const Value* old) {
-  std::uint64_t h = splitmix(step.id);
-  for (int i = 0; i < num_inputs; ++i) h = splitmix(h ^ inputs[i].lo) + inputs[i].hi;
-  if (old != nullptr) h = splitmix(h ^ old->lo) ^ splitmix(old->hi);
-  return {h, splitmix(h ^ step.id)};
+  std::uint64_t h = splitmix64(step.id);
+  for (int i = 0; i < num_inputs; ++i) h = splitmix64(h ^ inputs[i].lo) + inputs[i].hi;
+  if (old != nullptr) h = splitmix64(h ^ old->lo) ^ splitmix64(old->hi);
+  return {h, splitmix64(h ^ step.id)};
 }
 
 Replay::Replay(std::uint64_t seed, int client, int slots, std::vector<Value> shared)

@@ -29,8 +29,15 @@
 
 #include <cuda_runtime_api.h>
 
+#include "engine/detail/cuda_check.h"
 #include "engine/detail/worker_pool.h"
 #include "engine/small_vector.h"
+
+/// Runs a CUDA runtime call and throws tagflow::Error with the call's text on
+/// failure (Note [CUDA status messages] in cuda_check.h). Needs an int
+/// `device` (the GPU index) in scope for the message.
+#define TAGFLOW_CUDA_CHECK(device, call) \
+  ::tagflow::detail::check_cuda_as<::tagflow::Error>((call), #call, ::tagflow::gpu(device))
 
 namespace tagflow::detail {
 namespace {
@@ -40,30 +47,11 @@ std::string format_cuda_version(int version) {
   return fmt::format("{}.{}", version / 1000, (version % 1000) / 10);
 }
 
-/// The error thrown (or stored) when `call` returned `status` on gpu(device).
-Error cuda_error(cudaError_t status, const char* call, int device) {
-  return Error(fmt::format("{} failed on gpu({}): {}: {}", call, device, cudaGetErrorName(status),
-                           cudaGetErrorString(status)));
+/// The error stored on a stream when `call` returned `status` on gpu(device):
+/// tagflow::Error, worded as Note [CUDA status messages] says.
+Error cuda_error(cudaError_t status, std::string_view call, int device) {
+  return Error(cuda_failure(status, call, gpu(device)));
 }
-
-/// Throws tagflow::Error naming `call` and the device unless `status` is success.
-void check_cuda(cudaError_t status, const char* call, int device) {
-  if (status != cudaSuccess) [[unlikely]] {
-    // Resets the calling thread's last-error slot; sticky errors stay regardless.
-    static_cast<void>(cudaGetLastError());
-    throw cuda_error(status, call, device);
-  }
-}
-
-}  // namespace
-}  // namespace tagflow::detail
-
-/// Runs a CUDA runtime call and throws tagflow::Error with the call's text on failure.
-/// Needs an int `device` (the GPU index) in scope for the message.
-#define TAGFLOW_CUDA_CHECK(device, call) ::tagflow::detail::check_cuda((call), #call, (device))
-
-namespace tagflow::detail {
-namespace {
 
 /// Events only order work and signal completion; blocking sync lets the poller
 /// sleep in cudaEventSynchronize instead of spinning a core per stream.
@@ -300,7 +288,7 @@ std::uint64_t CudaStream::record() {
       pending_.pop_back();
       free_events_.push_back(event);  // within capacity: cannot throw
     }
-    check_cuda(status, "cudaEventRecord(event, stream_)", device());
+    check_cuda_as<Error>(status, "cudaEventRecord(event, stream_)", gpu(device()));
     seq = ++recorded_;
     pending_.back().seq = seq;
     pending_.back().waits = std::move(waits_since_last_mark_);
@@ -427,8 +415,8 @@ void CudaStream::poll() {
       static_cast<void>(cudaGetLastError());
       std::exception_ptr failure;
       try {
-        failure = std::make_exception_ptr(cuda_error(
-            status, fmt::format("cudaEventSynchronize (mark {})", oldest.seq).c_str(), dev));
+        failure = std::make_exception_ptr(
+            cuda_error(status, fmt::format("cudaEventSynchronize (mark {})", oldest.seq), dev));
       } catch (...) {
         failure = std::current_exception();
       }
@@ -483,7 +471,7 @@ std::string describe_probe_failure(cudaError_t status) {
     }
     return "no GPU: CUDA driver not found";
   }
-  return fmt::format("no GPU: {}: {}", cudaGetErrorName(status), cudaGetErrorString(status));
+  return "no GPU: " + cuda_failure(status, "cudaGetDeviceCount");
 }
 
 }  // namespace
@@ -507,8 +495,7 @@ std::unique_ptr<DeviceBackend> make_cuda_backend(std::string& why_not) {
   for (int i = 0; i < count; ++i) {
     cudaDeviceProp prop{};
     if (const cudaError_t status = cudaGetDeviceProperties(&prop, i); status != cudaSuccess) {
-      return fail(fmt::format("no GPU: cudaGetDeviceProperties failed on gpu({}): {}: {}", i,
-                              cudaGetErrorName(status), cudaGetErrorString(status)));
+      return fail("no GPU: " + cuda_failure(status, "cudaGetDeviceProperties", gpu(i)));
     }
     const std::string_view name(prop.name, sizeof(prop.name));  // NUL-terminated inside
     devices.push_back({.index = i,
@@ -521,13 +508,11 @@ std::unique_ptr<DeviceBackend> make_cuda_backend(std::string& why_not) {
 
   int driver = 0;
   if (const cudaError_t status = cudaDriverGetVersion(&driver); status != cudaSuccess) {
-    return fail(fmt::format("no GPU: cudaDriverGetVersion: {}: {}", cudaGetErrorName(status),
-                            cudaGetErrorString(status)));
+    return fail("no GPU: " + cuda_failure(status, "cudaDriverGetVersion"));
   }
   int runtime = 0;
   if (const cudaError_t status = cudaRuntimeGetVersion(&runtime); status != cudaSuccess) {
-    return fail(fmt::format("no GPU: cudaRuntimeGetVersion: {}: {}", cudaGetErrorName(status),
-                            cudaGetErrorString(status)));
+    return fail("no GPU: " + cuda_failure(status, "cudaRuntimeGetVersion"));
   }
 
   std::string status = fmt::format("{} CUDA device(s), driver {}, runtime {}", count,

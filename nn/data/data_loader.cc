@@ -15,35 +15,20 @@
 #include "engine/detail/lifetime.h"
 #include "engine/engine.h"
 #include "engine/error.h"
+#include "engine/splitmix.h"
 #include "storage/storage.h"
 
 namespace tagflow::data {
 namespace {
-
-/// SplitMix64: a tiny generator whose output is the same on every platform,
-/// unlike std::shuffle's and std::uniform_int_distribution's.
-class SplitMix64 {
- public:
-  explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t operator()() {
-    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-
- private:
-  std::uint64_t state_;
-};
 
 /// 0..n-1 in the order of epoch `epoch` drawn from `seed` (Fisher-Yates).
 std::vector<std::int64_t> shuffled_indices(std::int64_t n, std::uint64_t seed,
                                            std::uint64_t epoch) {
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   std::iota(order.begin(), order.end(), std::int64_t{0});
-  // Seeds of consecutive epochs go through one generator step each, so their
-  // streams are unrelated.
-  SplitMix64 rng(SplitMix64(seed)() ^ SplitMix64(~epoch)());
+  // The seed and the epoch each go through SplitMix64's mixer, so the
+  // streams of consecutive epochs are unrelated.
+  SplitMix64 rng(splitmix64(seed) ^ splitmix64(~epoch));
   for (std::size_t i = order.size(); i > 1; --i) {
     // The modulo's bias is below i / 2^64: immaterial for any data set.
     std::swap(order[i - 1], order[rng() % i]);

@@ -17,6 +17,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include "engine/detail/cuda_check.h"
 #include "nn/dist/detail/nccl_monitor.h"
 #endif
 
@@ -54,17 +55,15 @@ void check_communicator(const std::shared_ptr<ProcessGroup>& processes) {
 
 namespace {
 
+using detail::check_cuda;
+using detail::cuda_failure;
+
+/// Throws DeviceError unless `status` is ncclSuccess, worded as CUDA's
+/// failures are (Note [CUDA status messages] in engine/detail/cuda_check.h).
 void check_nccl(ncclResult_t status, const char* call, Context ctx) {
   if (status != ncclSuccess) [[unlikely]] {
-    detail::throw_error<DeviceError>("{} on {} failed: {} (NCCL error {})", call, ctx.str(),
+    detail::throw_error<DeviceError>("{} failed on {}: {} (NCCL error {})", call, ctx.str(),
                                      ncclGetErrorString(status), static_cast<int>(status));
-  }
-}
-
-void check_cuda(cudaError_t status, const char* call, Context ctx) {
-  if (status != cudaSuccess) [[unlikely]] {
-    detail::throw_error<DeviceError>("{} on {} failed: {} ({})", call, ctx.str(),
-                                     cudaGetErrorString(status), cudaGetErrorName(status));
   }
 }
 
@@ -122,15 +121,14 @@ std::vector<ncclComm_t> init_ranks(const std::vector<Context>& gpus, int nranks,
     const int rank = first + static_cast<int>(i);
     const cudaError_t cuda = cudaSetDevice(c.index);
     if (cuda != cudaSuccess) {
-      failure = fmt::format("cudaSetDevice on {} failed: {} ({})", c.str(),
-                            cudaGetErrorString(cuda), cudaGetErrorName(cuda));
+      failure = cuda_failure(cuda, "cudaSetDevice", c);
       break;
     }
     const ncclResult_t status = ncclCommInitRank(&comms[i], nranks, id, rank);
     if (status != ncclSuccess) {
       failure =
-          fmt::format("ncclCommInitRank on {} (rank {} of {}) failed: {} (NCCL error {})", c.str(),
-                      rank, nranks, ncclGetErrorString(status), static_cast<int>(status));
+          fmt::format("ncclCommInitRank (rank {} of {}) failed on {}: {} (NCCL error {})", rank,
+                      nranks, c.str(), ncclGetErrorString(status), static_cast<int>(status));
       break;
     }
   }
@@ -144,8 +142,8 @@ std::vector<ncclComm_t> init_ranks(const std::vector<Context>& gpus, int nranks,
   }
   const cudaError_t restored = cudaSetDevice(saved_device);
   if (failure.empty() && restored != cudaSuccess) {
-    failure = fmt::format("restoring the current device ({}) failed: {} ({})", saved_device,
-                          cudaGetErrorString(restored), cudaGetErrorName(restored));
+    failure =
+        cuda_failure(restored, "cudaSetDevice (restoring the current device)", gpu(saved_device));
   }
   if (!failure.empty()) {
     for (ncclComm_t comm : comms) {

@@ -14,10 +14,9 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
-#include <algorithm>
-
 #include "ops/kernels/batch_norm_kernels.h"
 #include "ops/kernels/cudnn_util.h"
+#include "ops/kernels/grid_stride.h"
 
 namespace tagflow::detail::gpu_kernels {
 
@@ -29,7 +28,6 @@ static_assert(CUDNN_BN_MIN_EPSILON <= 0.0,
 namespace {
 
 constexpr int kThreads = 256;  // a power of two: the tree halves it
-constexpr std::int64_t kMaxBlocks = 65535 * 8;
 
 /// The input as (N, C, spatial, 1) and the per-channel tensors as (1, C, 1, 1).
 struct BatchNormDescriptors {
@@ -42,18 +40,10 @@ struct BatchNormDescriptors {
   }
 };
 
-cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
-
-unsigned block_count(std::int64_t work) {
-  return static_cast<unsigned>(std::clamp<std::int64_t>(work, 1, kMaxBlocks));
-}
-
 /// save_mean = running_mean, save_inv_std = 1 / sqrt(running_var + eps).
 __global__ void snapshot_kernel(const float* running_mean, const float* running_var, double eps,
                                 float* save_mean, float* save_inv_std, std::int64_t channels) {
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-       c < channels; c += stride) {
+  for (std::int64_t c = first_index(); c < channels; c += grid_stride()) {
     save_mean[c] = running_mean[c];
     save_inv_std[c] = static_cast<float>(1.0 / ::sqrt(static_cast<double>(running_var[c]) + eps));
   }

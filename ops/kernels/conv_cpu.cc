@@ -14,13 +14,12 @@
 // the partial sums are added in chunk order. So every result has the same
 // bits whatever the number of threads.
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <optional>
 
 #include "ops/kernels/conv_kernels.h"
 #include "ops/kernels/cpu_parallel.h"
+#include "ops/kernels/gemm_kernels.h"
 #include "storage/storage.h"
 
 namespace tagflow::detail::cpu_kernels {
@@ -131,24 +130,6 @@ void col2im(const ConvGeometry& g, const float* col, float* x) {
         out[ow * stride + offset] += from[ow];
     }
   });
-}
-
-/// Row-major C (m x n) = op(A) op(B) + beta C, with op(A) m x k.
-void sgemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k,
-           const float* a, const float* b, float beta, float* c) {
-#ifdef TAGFLOW_TSAN
-  // As in gemm_cpu.cc: OpenBLAS's threads are invisible to ThreadSanitizer.
-  static const bool single_threaded = [] {
-    openblas_set_num_threads(1);
-    return true;
-  }();
-  (void)single_threaded;
-#endif
-  cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans,
-              transpose_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
-              static_cast<blasint>(n), static_cast<blasint>(k), 1.f, a,
-              static_cast<blasint>(transpose_a ? m : k), b,
-              static_cast<blasint>(transpose_b ? k : n), beta, c, static_cast<blasint>(n));
 }
 
 /// Calls `body(image, group, col)` for every pair, in parallel, with a

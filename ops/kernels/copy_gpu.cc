@@ -11,6 +11,7 @@
 
 #include <cstring>
 
+#include "engine/detail/cuda_check.h"
 #include "storage/storage.h"
 #endif
 
@@ -19,13 +20,6 @@ namespace tagflow::detail {
 #ifdef TAGFLOW_HAVE_CUDA
 
 namespace {
-
-void check_cuda(cudaError_t status, const char* call, Context ctx) {
-  if (status != cudaSuccess) {
-    throw_error<DeviceError>("copy on {}: {} failed: {} ({})", ctx.str(), call,
-                             cudaGetErrorString(status), cudaGetErrorName(status));
-  }
-}
 
 /// Pinned staging memory, handed back once the stream has passed the copy.
 MemoryBlock stage(std::uint64_t bytes) {
@@ -41,7 +35,7 @@ void release_after(Stream& stream, MemoryBlock staging) {
 void enqueue_gpu_copy(const CopyRequest& r, Stream& stream) {
   auto* native = static_cast<cudaStream_t>(stream.native_handle());
   const Context here = stream.context();
-  check_cuda(cudaSetDevice(here.index), "cudaSetDevice", here);
+  check_cuda(cudaSetDevice(here.index), "cudaSetDevice (copy)", here);
   if (r.src_ctx.is_gpu() && r.dst_ctx.is_gpu()) {
     if (r.src_ctx.index == r.dst_ctx.index) {
       check_cuda(cudaMemcpyAsync(r.dst, r.src, r.bytes, cudaMemcpyDeviceToDevice, native),

@@ -7,18 +7,13 @@
 
 namespace tagflow::detail {
 
-void throw_cuda_error(cudaError_t status, const char* what) {
-  throw_error<DeviceError>("{}: {} ({})", what, cudaGetErrorString(status),
-                           cudaGetErrorName(status));
-}
-
 void throw_cublas_error(int status, const char* what) {
-  throw_error<DeviceError>("{}: {} (cuBLAS status {})", what,
+  throw_error<DeviceError>("{} failed: {} (cuBLAS status {})", what,
                            cublasGetStatusString(static_cast<cublasStatus_t>(status)), status);
 }
 
 void throw_cudnn_error(int status, const char* what) {
-  throw_error<DeviceError>("{}: {} (cuDNN status {})", what,
+  throw_error<DeviceError>("{} failed: {} (cuDNN status {})", what,
                            cudnnGetErrorString(static_cast<cudnnStatus_t>(status)), status);
 }
 

@@ -1,22 +1,18 @@
 #pragma once
 // Status checks for the CUDA kernels and libraries: every call's status is
-// checked and a failure throws DeviceError naming the call. Internal to
-// ops/; included only by .cu files and CUDA-only .cc files. The throwing
-// lives in cuda_check.cc, compiled by the host compiler.
+// checked and a failure throws DeviceError naming the call, worded as Note
+// [CUDA status messages] (engine/detail/cuda_check.h) says. The CUDA runtime's
+// check is the engine's; cuBLAS's and cuDNN's are here. Internal to ops/;
+// included only by .cu files and CUDA-only .cc files. The throwing lives in
+// cuda_check.cc, compiled by the host compiler.
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
+#include "engine/detail/cuda_check.h"
+
 namespace tagflow::detail {
-
-/// Throws DeviceError: "<what>: <CUDA's message> (<error name>)".
-[[noreturn]] void throw_cuda_error(cudaError_t status, const char* what);
-
-inline void check_cuda(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) [[unlikely]]
-    throw_cuda_error(status, what);
-}
 
 /// Throws DeviceError for a failed cuBLAS call (status as an int, so that
 /// this header needs no cuBLAS include).
@@ -49,13 +45,5 @@ inline int as_int(std::int64_t value, const char* what) {
 
 /// After a kernel launch: a bad configuration shows here, at once.
 inline void check_launch(const char* kernel) { check_cuda(cudaGetLastError(), kernel); }
-
-/// Blocks of `threads` threads covering `n` elements with grid-stride loops,
-/// capped so that huge arrays reuse blocks instead of overflowing the grid.
-inline unsigned blocks_for(std::int64_t n, int threads = 256) {
-  constexpr std::int64_t kMaxBlocks = 65535 * 8;
-  const std::int64_t blocks = (n + threads - 1) / threads;
-  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks < kMaxBlocks ? blocks : kMaxBlocks));
-}
 
 }  // namespace tagflow::detail

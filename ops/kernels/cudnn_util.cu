@@ -16,7 +16,7 @@ cudnnHandle_t cudnn_handle(void* stream, int device) {
   std::lock_guard lock(mutex);
   auto it = handles->find(stream);
   if (it != handles->end()) return it->second;
-  check_cuda(cudaSetDevice(device), "cuDNN: cudaSetDevice");
+  check_cuda(cudaSetDevice(device), "cuDNN: cudaSetDevice", gpu(device));
   cudnnHandle_t made = nullptr;
   check_cudnn(cudnnCreate(&made), "cuDNN: cudnnCreate");
   const cudnnStatus_t bound = cudnnSetStream(made, static_cast<cudaStream_t>(stream));

@@ -6,6 +6,7 @@
 
 #include "ops/kernels/cuda_check.h"
 #include "ops/kernels/dropout_kernels.h"
+#include "ops/kernels/grid_stride.h"
 
 namespace tagflow::detail::gpu_kernels {
 
@@ -15,9 +16,7 @@ constexpr int kThreads = 256;
 
 __global__ void dropout_kernel(DropoutParams params, const float* in, const float* uniform,
                                float* out, std::int64_t n) {
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += stride) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
     out[i] = dropout_value(in[i], uniform[i], params);
   }
 }
@@ -27,8 +26,8 @@ __global__ void dropout_kernel(DropoutParams params, const float* in, const floa
 void dropout(const DropoutParams& params, const float* in, const float* uniform, float* out,
              std::int64_t n, void* stream) {
   if (n == 0) return;
-  dropout_kernel<<<blocks_for(n, kThreads), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      params, in, uniform, out, n);
+  dropout_kernel<<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(params, in, uniform,
+                                                                              out, n);
   check_launch("dropout kernel");
 }
 

@@ -6,19 +6,13 @@
 
 #include "ops/kernels/cuda_check.h"
 #include "ops/kernels/elementwise_kernels.h"
+#include "ops/kernels/grid_stride.h"
 
 namespace tagflow::detail::gpu_kernels {
 
 namespace {
 
 constexpr int kThreads = 256;
-
-__device__ __forceinline__ std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ std::int64_t grid_stride() {
-  return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-}
 
 template <UnaryOp op, typename T>
 __global__ void unary_kernel(const T* in, T* out, std::int64_t n) {
@@ -82,16 +76,15 @@ __global__ void where_kernel(const C* cond, const T* x, const T* y, T* out, std:
   }
 }
 
-cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
-
 }  // namespace
 
 void unary(UnaryOp op, DType dtype, const void* in, void* out, std::int64_t n, void* stream) {
   if (n == 0) return;
   TAGFLOW_DTYPE_SWITCH(dtype, T, {
     with_unary_op(op, [&](auto o) {
-      unary_kernel<decltype(o)::value, T><<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(
-          static_cast<const T*>(in), static_cast<T*>(out), n);
+      unary_kernel<decltype(o)::value, T>
+          <<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(static_cast<const T*>(in),
+                                                                        static_cast<T*>(out), n);
     });
   });
   check_launch("unary kernel");
@@ -102,8 +95,9 @@ void binary(BinaryOp op, DType dtype, const void* a, const void* b, void* out, s
   if (n == 0) return;
   TAGFLOW_DTYPE_SWITCH(dtype, T, {
     with_binary_op(op, [&](auto o) {
-      binary_kernel<decltype(o)::value, T><<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(
-          static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), n);
+      binary_kernel<decltype(o)::value, T>
+          <<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
+              static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), n);
     });
   });
   check_launch("binary kernel");
@@ -115,7 +109,7 @@ void binary_scalar(BinaryOp op, DType dtype, const void* a, ScalarOperand scalar
   TAGFLOW_DTYPE_SWITCH(dtype, T, {
     with_binary_op(op, [&](auto o) {
       binary_scalar_kernel<decltype(o)::value, T>
-          <<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(
+          <<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
               static_cast<const T*>(a), static_cast<T>(scalar.value), scalar.on_left,
               static_cast<T*>(out), n);
     });
@@ -131,7 +125,7 @@ void binary_broadcast(BinaryOp op, DType dtype, const void* a, const void* b, vo
   TAGFLOW_DTYPE_SWITCH(dtype, T, {
     with_binary_op(op, [&](auto o) {
       binary_broadcast_kernel<decltype(o)::value, T>
-          <<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(
+          <<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
               static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(out), plan, n);
     });
   });
@@ -142,7 +136,7 @@ void cast(DType from, DType to, const void* in, void* out, std::int64_t n, void*
   if (n == 0) return;
   TAGFLOW_DTYPE_SWITCH(from, From, {
     TAGFLOW_DTYPE_SWITCH(to, To, {
-      cast_kernel<From, To><<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(
+      cast_kernel<From, To><<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
           static_cast<const From*>(in), static_cast<To*>(out), n);
     });
   });
@@ -152,8 +146,8 @@ void cast(DType from, DType to, const void* in, void* out, std::int64_t n, void*
 void fill(DType dtype, double value, void* out, std::int64_t n, void* stream) {
   if (n == 0) return;
   TAGFLOW_DTYPE_SWITCH(dtype, T, {
-    fill_kernel<T><<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(static_cast<T>(value),
-                                                                      static_cast<T*>(out), n);
+    fill_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
+        static_cast<T>(value), static_cast<T*>(out), n);
   });
   check_launch("fill kernel");
 }
@@ -161,8 +155,8 @@ void fill(DType dtype, double value, void* out, std::int64_t n, void* stream) {
 void arange(DType dtype, double start, double step, void* out, std::int64_t n, void* stream) {
   if (n == 0) return;
   TAGFLOW_DTYPE_SWITCH(dtype, T, {
-    arange_kernel<T>
-        <<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(start, step, static_cast<T*>(out), n);
+    arange_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
+        start, step, static_cast<T*>(out), n);
   });
   check_launch("arange kernel");
 }
@@ -171,7 +165,7 @@ void clip(DType dtype, const void* in, double low, double high, void* out, std::
           void* stream) {
   if (n == 0) return;
   TAGFLOW_DTYPE_SWITCH(dtype, T, {
-    clip_kernel<T><<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(
+    clip_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
         static_cast<const T*>(in), static_cast<T>(low), static_cast<T>(high), static_cast<T*>(out),
         n);
   });
@@ -183,7 +177,7 @@ void where(DType cond_dtype, const void* cond, DType dtype, const void* x, const
   if (n == 0) return;
   TAGFLOW_DTYPE_SWITCH(cond_dtype, C, {
     TAGFLOW_DTYPE_SWITCH(dtype, T, {
-      where_kernel<C, T><<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(
+      where_kernel<C, T><<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
           static_cast<const C*>(cond), static_cast<const T*>(x), static_cast<const T*>(y),
           static_cast<T*>(out), n);
     });

@@ -25,7 +25,7 @@ cublasHandle_t handle_for(cudaStream_t stream, int device) {
   std::lock_guard lock(mutex);
   auto it = handles->find(stream);
   if (it != handles->end()) return it->second;
-  check_cuda(cudaSetDevice(device), "gemm: cudaSetDevice");
+  check_cuda(cudaSetDevice(device), "gemm: cudaSetDevice", gpu(device));
   cublasHandle_t handle = nullptr;
   check_cublas(cublasCreate(&handle), "gemm: cublasCreate");
   const cublasStatus_t bound = cublasSetStream(handle, stream);
@@ -44,7 +44,7 @@ void gemm(const GemmPlan& plan, const float* a, const float* b, float* c, int de
   auto* native = static_cast<cudaStream_t>(stream);
   if (plan.k == 0) {  // an empty sum: zeros
     check_cuda(cudaMemsetAsync(c, 0, sizeof(float) * plan.c_matrix() * plan.batch_count, native),
-               "gemm: cudaMemsetAsync");
+               "gemm: cudaMemsetAsync", gpu(device));
     return;
   }
   cublasHandle_t handle = handle_for(native, device);

@@ -19,16 +19,13 @@ void gemm_one(const GemmPlan& p, const float* a, const float* b, float* c) {
     std::fill(c, c + p.c_matrix(), 0.f);
     return;
   }
-  cblas_sgemm(CblasRowMajor, p.transpose_a ? CblasTrans : CblasNoTrans,
-              p.transpose_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(p.m),
-              static_cast<blasint>(p.n), static_cast<blasint>(p.k), 1.f, a,
-              static_cast<blasint>(p.transpose_a ? p.m : p.k), b,
-              static_cast<blasint>(p.transpose_b ? p.k : p.n), 0.f, c, static_cast<blasint>(p.n));
+  sgemm(p.transpose_a, p.transpose_b, p.m, p.n, p.k, a, b, 0.f, c);
 }
 
 }  // namespace
 
-void gemm(const GemmPlan& plan, const float* a, const float* b, float* c) {
+void sgemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k,
+           const float* a, const float* b, float beta, float* c) {
 #ifdef TAGFLOW_TSAN
   // OpenBLAS's threads are invisible to ThreadSanitizer too (Note [oneTBB
   // under ThreadSanitizer]): under TSan the products run in the caller.
@@ -38,6 +35,14 @@ void gemm(const GemmPlan& plan, const float* a, const float* b, float* c) {
   }();
   (void)single_threaded;
 #endif
+  cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans,
+              transpose_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
+              static_cast<blasint>(n), static_cast<blasint>(k), 1.f, a,
+              static_cast<blasint>(transpose_a ? m : k), b,
+              static_cast<blasint>(transpose_b ? k : n), beta, c, static_cast<blasint>(n));
+}
+
+void gemm(const GemmPlan& plan, const float* a, const float* b, float* c) {
   auto member = [&](std::int64_t i) {
     std::int64_t a_index = 0;
     std::int64_t b_index = 0;

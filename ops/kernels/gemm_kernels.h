@@ -27,7 +27,12 @@ struct GemmPlan {
 
 namespace cpu_kernels {
 void gemm(const GemmPlan& plan, const float* a, const float* b, float* c);
-}
+/// One row-major product with OpenBLAS: C (m x n) = op(A) op(B) + beta C, with
+/// op(A) m x k and op(B) k x n. The one place the CPU kernels call the BLAS
+/// (under ThreadSanitizer, single-threaded; see gemm_cpu.cc).
+void sgemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k,
+           const float* a, const float* b, float beta, float* c);
+}  // namespace cpu_kernels
 namespace gpu_kernels {
 /// `device` is the GPU whose compute stream `stream` is (for its cuBLAS handle).
 void gemm(const GemmPlan& plan, const float* a, const float* b, float* c, int device, void* stream);

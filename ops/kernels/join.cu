@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "ops/kernels/cuda_check.h"
+#include "ops/kernels/grid_stride.h"
 #include "ops/kernels/join_kernels.h"
 
 namespace tagflow::detail::gpu_kernels {
@@ -20,13 +21,6 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kJoinBatch = 16;
-
-__device__ __forceinline__ std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ std::int64_t grid_stride() {
-  return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-}
 
 /// Up to kJoinBatch inputs, in units of the copy.
 struct JoinBatch {
@@ -59,8 +53,6 @@ __global__ void one_hot_kernel(const Index* indices, T on, T off, T* out, std::i
     out[i] = column == one_hot_column(indices[row], depth) ? on : off;
   }
 }
-
-cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
 
 /// The widest power of two up to 16 dividing every address and length.
 std::int64_t unit_bytes(const JoinPlan& plan, const void* out) {

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include "ops/kernels/cuda_check.h"
+#include "ops/kernels/grid_stride.h"
 #include "ops/kernels/optimizer_kernels.h"
 
 namespace tagflow::detail::gpu_kernels {
@@ -12,18 +13,14 @@ namespace {
 constexpr int kThreads = 256;
 
 __global__ void sgd_kernel(SgdStep step, float* w, const float* g, float* m, std::int64_t n) {
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += stride) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
     step(w[i], g[i], step.has_momentum ? m + i : nullptr);
   }
 }
 
 __global__ void adam_kernel(AdamStep step, float* w, const float* g, float* m, float* v,
                             std::int64_t n) {
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += stride) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
     step(w[i], g[i], m[i], v[i]);
   }
 }
@@ -32,16 +29,14 @@ __global__ void adam_kernel(AdamStep step, float* w, const float* g, float* m, f
 
 void sgd(const SgdStep& step, float* w, const float* g, float* m, std::int64_t n, void* stream) {
   if (n == 0) return;
-  sgd_kernel<<<blocks_for(n, kThreads), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(step, w,
-                                                                                          g, m, n);
+  sgd_kernel<<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(step, w, g, m, n);
   check_launch("sgd update kernel");
 }
 
 void adam(const AdamStep& step, float* w, const float* g, float* m, float* v, std::int64_t n,
           void* stream) {
   if (n == 0) return;
-  adam_kernel<<<blocks_for(n, kThreads), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      step, w, g, m, v, n);
+  adam_kernel<<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(step, w, g, m, v, n);
   check_launch("adam update kernel");
 }
 

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include "ops/kernels/cuda_check.h"
+#include "ops/kernels/grid_stride.h"
 #include "ops/kernels/random_kernels.h"
 
 namespace tagflow::detail::gpu_kernels {
@@ -13,13 +14,6 @@ namespace tagflow::detail::gpu_kernels {
 namespace {
 
 constexpr int kThreads = 256;
-
-__device__ __forceinline__ std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ std::int64_t grid_stride() {
-  return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-}
 
 __global__ void uniform_kernel(RandomDraw draw, UniformParams params, float* out, std::int64_t n,
                                std::int64_t groups) {
@@ -36,8 +30,6 @@ __global__ void normal_kernel(RandomDraw draw, NormalParams params, float* out, 
 }
 
 std::int64_t groups_for(std::int64_t n) { return (n + kRandomGroup - 1) / kRandomGroup; }
-
-cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
 
 }  // namespace
 

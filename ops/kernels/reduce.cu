@@ -13,9 +13,8 @@
 
 #include <cuda_runtime.h>
 
-#include <algorithm>
-
 #include "ops/kernels/cuda_check.h"
+#include "ops/kernels/grid_stride.h"
 #include "ops/kernels/reduce_kernels.h"
 
 namespace tagflow::detail::gpu_kernels {
@@ -23,18 +22,10 @@ namespace tagflow::detail::gpu_kernels {
 namespace {
 
 constexpr int kThreads = 256;  // a power of two: the trees halve it
-constexpr std::int64_t kMaxBlocks = 65535 * 8;
 /// Reductions at least this long get a block per output.
 constexpr std::int64_t kLongReduction = 64;
 /// Below this many outputs, a block per output even when they interleave.
 constexpr std::int64_t kFewOutputs = 2048;
-
-__device__ __forceinline__ std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ std::int64_t grid_stride() {
-  return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-}
 
 /// Combines the kThreads values of `shared` into shared[0] with `combine`;
 /// every thread must call it, having stored its own value.
@@ -118,12 +109,6 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncthreads();  // the shared values are read before the next row overwrites them
   }
-}
-
-cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
-
-unsigned block_count(std::int64_t work) {
-  return static_cast<unsigned>(std::clamp<std::int64_t>(work, 1, kMaxBlocks));
 }
 
 }  // namespace

@@ -17,10 +17,10 @@
 #include <cuda_runtime.h>
 #include <math_constants.h>
 
-#include <algorithm>
 #include <cstdint>
 
 #include "ops/kernels/cuda_check.h"
+#include "ops/kernels/grid_stride.h"
 #include "ops/kernels/reduce_kernels.h"
 #include "ops/kernels/softmax_cross_entropy_kernels.h"
 
@@ -32,18 +32,10 @@ constexpr int kThreads = 256;
 constexpr int kWarp = 32;
 constexpr int kWarps = kThreads / kWarp;
 constexpr unsigned kFullMask = 0xffffffffu;
-constexpr std::int64_t kMaxBlocks = 65535 * 8;
 /// Rows at least this long get a block each; shorter ones a warp each.
 constexpr std::int64_t kBlockPerRowClasses = 1024;
 
 using MaxOf = MaxReducer<float>;
-
-__device__ __forceinline__ std::int64_t first_index() {
-  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ std::int64_t grid_stride() {
-  return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-}
 
 /// The maximum (NaN-propagating, as MaxReducer) of the warp's values, in
 /// every lane.
@@ -160,10 +152,9 @@ template <bool kBlockPerRow, typename Label>
 void launch_forward(const float* pred, const Label* label, const CrossEntropyShape& shape,
                     float* loss, float* stats, cudaStream_t stream) {
   constexpr std::int64_t kRowsPerBlock = RowTeam<kBlockPerRow>::kRowsPerBlock;
-  const auto blocks = static_cast<unsigned>(
-      std::clamp<std::int64_t>((shape.batch + kRowsPerBlock - 1) / kRowsPerBlock, 1, kMaxBlocks));
   forward_kernel<kBlockPerRow, Label>
-      <<<blocks, kThreads, 0, stream>>>(pred, label, shape, loss, stats);
+      <<<blocks_for(shape.batch, kRowsPerBlock), kThreads, 0, stream>>>(pred, label, shape, loss,
+                                                                        stats);
 }
 
 }  // namespace
@@ -172,7 +163,7 @@ void softmax_cross_entropy_forward(const float* pred, DType label_dtype, const v
                                    const CrossEntropyShape& shape, float* loss, float* stats,
                                    void* stream) {
   if (shape.batch == 0) return;
-  const auto s = static_cast<cudaStream_t>(stream);
+  const auto s = as_stream(stream);
   const bool block_per_row = shape.classes >= kBlockPerRowClasses;
   TAGFLOW_DTYPE_SWITCH(label_dtype, Label, {
     const Label* labels = static_cast<const Label*>(label);
@@ -192,9 +183,8 @@ void softmax_cross_entropy_backward(const float* pred, DType label_dtype, const 
   const std::int64_t n = shape.batch * shape.classes;
   if (n == 0) return;
   TAGFLOW_DTYPE_SWITCH(label_dtype, Label, {
-    backward_kernel<Label>
-        <<<blocks_for(n, kThreads), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-            pred, static_cast<const Label*>(label), stats, out_grad, shape, pred_grad);
+    backward_kernel<Label><<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
+        pred, static_cast<const Label*>(label), stats, out_grad, shape, pred_grad);
   });
   check_launch("softmax_cross_entropy backward kernel");
 }

@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include "ops/kernels/cuda_check.h"
+#include "ops/kernels/grid_stride.h"
 #include "ops/kernels/transpose_kernels.h"
 
 namespace tagflow::detail::gpu_kernels {
@@ -12,9 +13,7 @@ namespace {
 
 template <typename T>
 __global__ void transpose_kernel(const T* in, T* out, TransposePlan plan, std::int64_t n) {
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += stride) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
     out[i] = in[plan.offset(i)];
   }
 }
@@ -27,9 +26,8 @@ void transpose(DType dtype, const void* in, void* out, const TransposePlan& plan
   if (n == 0) return;
   constexpr int kThreads = 256;
   TAGFLOW_DTYPE_SWITCH(dtype, T, {
-    transpose_kernel<T>
-        <<<blocks_for(n, kThreads), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-            static_cast<const T*>(in), static_cast<T*>(out), plan, n);
+    transpose_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
+        static_cast<const T*>(in), static_cast<T*>(out), plan, n);
   });
   check_launch("transpose kernel");
 }

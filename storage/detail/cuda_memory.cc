@@ -8,6 +8,8 @@
 #ifdef TAGFLOW_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #include <spdlog/spdlog.h>
+
+#include "engine/detail/cuda_check.h"
 #endif
 
 namespace tagflow::detail {
@@ -16,32 +18,27 @@ namespace tagflow::detail {
 
 namespace {
 
-void check_cuda(cudaError_t status, const char* call, int device) {
-  if (status != cudaSuccess) {
-    throw_error<DeviceError>("{} on gpu({}) failed: {} ({})", call, device,
-                             cudaGetErrorString(status), cudaGetErrorName(status));
-  }
-}
-
 /// Releases run from engine threads and destructors: a failure there is
 /// logged (the device is then broken and the next launch reports it).
-void log_release_failure(cudaError_t status, const char* call) {
-  if (status != cudaSuccess) {
-    spdlog::error("{} failed: {} ({})", call, cudaGetErrorString(status), cudaGetErrorName(status));
+void log_release_failure(cudaError_t status, const char* call, Context where) noexcept {
+  if (status == cudaSuccess) return;
+  try {
+    spdlog::error("{}", cuda_failure(status, call, where));
+  } catch (...) {  // out of memory for the message: the next launch still reports it
   }
 }
 
 class CudaDeviceMemory final : public DeviceMemory {
  public:
-  explicit CudaDeviceMemory(int device) : device_(device) {
-    check_cuda(cudaSetDevice(device_), "cudaSetDevice", device_);
+  explicit CudaDeviceMemory(int device) : device_(gpu(device)) {
+    check_cuda(cudaSetDevice(device_.index), "cudaSetDevice", device_);
     std::size_t free_bytes = 0;
     std::size_t total_bytes = 0;
     check_cuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo", device_);
     capacity_ = total_bytes;
   }
   void* allocate(std::uint64_t bytes) override {
-    check_cuda(cudaSetDevice(device_), "cudaSetDevice", device_);
+    check_cuda(cudaSetDevice(device_.index), "cudaSetDevice", device_);
     void* data = nullptr;
     const cudaError_t status = cudaMalloc(&data, bytes);
     if (status == cudaErrorMemoryAllocation) {
@@ -52,13 +49,13 @@ class CudaDeviceMemory final : public DeviceMemory {
     return data;
   }
   void release(void* data, std::uint64_t) noexcept override {
-    log_release_failure(cudaSetDevice(device_), "cudaSetDevice");
-    log_release_failure(cudaFree(data), "cudaFree");
+    log_release_failure(cudaSetDevice(device_.index), "cudaSetDevice", device_);
+    log_release_failure(cudaFree(data), "cudaFree", device_);
   }
   std::uint64_t capacity() const override { return capacity_; }
 
  private:
-  int device_;
+  Context device_;
   std::uint64_t capacity_ = 0;
 };
 
@@ -71,11 +68,11 @@ class CudaPinnedMemory final : public DeviceMemory {
       (void)cudaGetLastError();
       return nullptr;
     }
-    check_cuda(status, "cudaHostAlloc", -1);
+    check_cuda(status, "cudaHostAlloc", cpu_pinned(0));
     return data;
   }
   void release(void* data, std::uint64_t) noexcept override {
-    log_release_failure(cudaFreeHost(data), "cudaFreeHost");
+    log_release_failure(cudaFreeHost(data), "cudaFreeHost", cpu_pinned(0));
   }
   std::uint64_t capacity() const override { return 0; }
 };

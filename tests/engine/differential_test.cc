@@ -73,7 +73,6 @@ using testing::generate;
 using testing::OpSpec;
 using testing::replay;
 using testing::Rng;
-using testing::splitmix;
 using testing::Workload;
 using testing::WorkloadShape;
 
@@ -370,7 +369,7 @@ void check_concurrent_clients(std::uint64_t seed, int num_clients, const Workloa
     WorkloadShape s = shape;
     s.num_shared = kShared;
     s.id_base = (static_cast<std::uint64_t>(t) + 1) << 32;
-    workloads.push_back(generate(splitmix(seed) + static_cast<std::uint64_t>(t), s));
+    workloads.push_back(generate(splitmix64(seed) + static_cast<std::uint64_t>(t), s));
   }
   // The writer of the shared variables: its only writes, on a GPU's copy queue.
   Rng rng(seed);

@@ -117,14 +117,14 @@ Coverage coverage_of(const Workload& w) {
 }
 
 void apply(const OpSpec& op, Cell* const* table) {
-  std::uint64_t input = splitmix(op.id);
+  std::uint64_t input = splitmix64(op.id);
   for (int r : op.reads) {
     for (std::uint64_t word : table[r]->words) input += word;
   }
   for (int v : op.writes) {
     std::uint64_t carry = input;
     for (std::uint64_t& word : table[v]->words) {
-      carry = splitmix(word ^ carry);
+      carry = splitmix64(word ^ carry);
       word = carry;
     }
   }

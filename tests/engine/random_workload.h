@@ -11,23 +11,18 @@
 
 #include "engine/context.h"
 #include "engine/operation.h"
+#include "engine/splitmix.h"
 
 namespace tagflow::testing {
 
 // --- deterministic randomness and the mix ----------------------------------------
 
-constexpr std::uint64_t splitmix(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
-/// A tiny portable generator, so a seed means the same workload everywhere.
+/// A tiny portable generator, so a seed means the same workload everywhere:
+/// SplitMix64's mixer over a counter that starts at the mixed seed.
 class Rng {
  public:
-  explicit Rng(std::uint64_t seed) : state_(splitmix(seed)) {}
-  std::uint64_t next() { return splitmix(state_++); }
+  explicit Rng(std::uint64_t seed) : state_(splitmix64(seed)) {}
+  std::uint64_t next() { return splitmix64(state_++); }
   /// Uniform in [0, n).
   int below(int n) { return static_cast<int>(next() % static_cast<std::uint64_t>(n)); }
   /// True with probability percent / 100.

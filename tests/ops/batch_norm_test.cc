@@ -14,7 +14,6 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <tbb/global_control.h>
 
 #include "tagflow/tagflow.h"
 #include "tests/ops/test_util.h"
@@ -237,17 +236,12 @@ void check_gradients(const Shape& shape, bool training, Context ctx) {
   }
   const Dims d = dims_of(shape);
   std::vector<Values> x = {doubles(a.x), doubles(a.gamma), doubles(a.beta)};
-  const auto loss = [&] {
-    const Values y = reference_batch_norm(x[0], d, x[1], x[2], doubles(a.running_mean),
-                                          doubles(a.running_var), training, options.eps);
-    double total = 0;
-    for (std::size_t k = 0; k < y.size(); ++k) total += y[k] * r[k];
-    return total;
-  };
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    testing::expect_gradient_matches_finite_differences(x[i], inputs[i].grad().to_vector<float>(),
-                                                        loss, "input " + std::to_string(i));
-  }
+  testing::expect_gradients_match_finite_differences(x, inputs, [&] {
+    return testing::weighted_sum(
+        reference_batch_norm(x[0], d, x[1], x[2], doubles(a.running_mean), doubles(a.running_var),
+                             training, options.eps),
+        r);
+  });
 }
 
 TEST(BatchNormTest, TrainingGradientsMatchFiniteDifferences) {
@@ -351,15 +345,7 @@ TEST(BatchNormTest, ResultsDoNotDependOnTheNumberOfThreads) {
       }
       return all;
     };
-    std::vector<float> one_thread;
-    {
-      tbb::global_control limit(tbb::global_control::max_allowed_parallelism, 1);
-      one_thread = run();
-    }
-    const std::vector<float> all_threads = run();
-    ASSERT_EQ(one_thread.size(), all_threads.size());
-    EXPECT_EQ(std::memcmp(one_thread.data(), all_threads.data(), one_thread.size() * sizeof(float)),
-              0);
+    testing::expect_same_bits_on_one_and_all_threads(run);
   }
 }
 

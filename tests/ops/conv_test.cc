@@ -8,12 +8,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <tbb/global_control.h>
 
 #include "tagflow/tagflow.h"
 #include "tests/ops/test_util.h"
@@ -22,6 +20,7 @@ namespace tagflow {
 namespace {
 
 using testing::all_devices;
+using testing::error_of;
 using testing::random_floats;
 using Values = std::vector<double>;
 
@@ -170,16 +169,10 @@ void check_conv_gradients(const ConvCase& c, Context ctx) {
   }
   std::vector<Values> x;
   for (const auto& h : host) x.emplace_back(h.begin(), h.end());
-  const auto loss = [&] {
-    const Values y = reference_conv(x[0], c.x, x[1], c.w, c.bias ? &x[2] : nullptr, c.options);
-    double total = 0;
-    for (std::size_t k = 0; k < y.size(); ++k) total += y[k] * r[k];
-    return total;
-  };
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    testing::expect_gradient_matches_finite_differences(x[i], inputs[i].grad().to_vector<float>(),
-                                                        loss, "input " + std::to_string(i));
-  }
+  testing::expect_gradients_match_finite_differences(x, inputs, [&] {
+    return testing::weighted_sum(
+        reference_conv(x[0], c.x, x[1], c.w, c.bias ? &x[2] : nullptr, c.options), r);
+  });
 }
 
 TEST(ConvTest, GradientsOfInputWeightsAndBiasMatchFiniteDifferences) {
@@ -245,15 +238,7 @@ TEST(ConvTest, ResultsDoNotDependOnTheNumberOfThreads) {
     }
     return all;
   };
-  std::vector<float> one_thread;
-  {
-    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, 1);
-    one_thread = run();
-  }
-  const std::vector<float> all_threads = run();
-  ASSERT_EQ(one_thread.size(), all_threads.size());
-  EXPECT_EQ(std::memcmp(one_thread.data(), all_threads.data(), one_thread.size() * sizeof(float)),
-            0);
+  testing::expect_same_bits_on_one_and_all_threads(run);
 }
 
 TEST(ConvTest, EmptyBatchesAndViewsAsInputs) {
@@ -282,15 +267,6 @@ TEST(ConvTest, EmptyBatchesAndViewsAsInputs) {
     EXPECT_EQ(conv2d(x_view, w_view, NDArray(), {.stride = {2, 2}}).to_vector<float>(),
               conv2d(x_copy, w_copy, NDArray(), {.stride = {2, 2}}).to_vector<float>());
   }
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(ConvTest, BadInputGetsClearErrorsAndLeavesTheEngineUsable) {

@@ -3,7 +3,6 @@
 // pieces, on every device; the order against later writes; the errors.
 
 #include <cstdint>
-#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,6 +16,7 @@ namespace tagflow {
 namespace {
 
 using testing::all_devices;
+using testing::expect_error;
 
 constexpr DType kDTypes[] = {DType::kFloat32, DType::kInt32, DType::kInt64, DType::kUInt8};
 
@@ -240,15 +240,6 @@ TEST(JoinTest, AJoinReadsItsInputsBeforeLaterWrites) {
     EXPECT_EQ(joined.to_vector<float>(), (std::vector<float>{1, 2, 3, 1, 2, 3}));
     EXPECT_EQ(stacked.to_vector<float>(), (std::vector<float>{1, 1, 2, 2, 3, 3}));
     EXPECT_EQ(x.to_vector<float>(), (std::vector<float>{11, 12, 13}));
-  }
-}
-
-void expect_error(const std::function<void()>& call, const std::string& message) {
-  try {
-    call();
-    ADD_FAILURE() << "expected an error: " << message;
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), message);
   }
 }
 

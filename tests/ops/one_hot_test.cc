@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -20,6 +19,7 @@ namespace tagflow {
 namespace {
 
 using testing::all_devices;
+using testing::expect_error;
 
 constexpr DType kDTypes[] = {DType::kFloat32, DType::kInt32, DType::kInt64, DType::kUInt8};
 
@@ -120,15 +120,6 @@ TEST(OneHotTest, LargeViewsAndEmptyCases) {
     EXPECT_EQ(out.to_vector<double>(), expected) << ctx;
     EXPECT_EQ(one_hot(all, 0).shape(), (Shape{500, 100, 0}));
     EXPECT_EQ(one_hot(zeros({0, 2}, DType::kInt64, ctx), 4).shape(), (Shape{0, 2, 4}));
-  }
-}
-
-void expect_error(const std::function<void()>& call, const std::string& message) {
-  try {
-    call();
-    ADD_FAILURE() << "expected an error: " << message;
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), message);
   }
 }
 

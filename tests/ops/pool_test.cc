@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <functional>
 #include <numeric>
 #include <random>
 #include <string>
@@ -22,6 +21,7 @@ namespace tagflow {
 namespace {
 
 using testing::all_devices;
+using testing::error_of;
 using Values = std::vector<double>;
 
 struct PoolCase {
@@ -135,10 +135,7 @@ void check_pool_gradient(const PoolCase& c, PoolType type, Context ctx) {
   const std::vector<float> grad = x.grad().to_vector<float>();
   Values xd(xh.begin(), xh.end());
   const auto loss = [&] {
-    const Values y = reference_pool(xd, c.x, type, c.options);
-    double total = 0;
-    for (std::size_t k = 0; k < y.size(); ++k) total += y[k] * r[k];
-    return total;
+    return testing::weighted_sum(reference_pool(xd, c.x, type, c.options), r);
   };
   testing::expect_gradient_matches_finite_differences(xd, grad, loss, "pool2d input",
                                                       /*samples=*/grad.size(), /*tolerance=*/1e-4);
@@ -220,15 +217,6 @@ TEST(PoolTest, EmptyBatchesAndViewsAsInputs) {
     EXPECT_EQ(avg_pool2d(view, {3, 3}, {3, 3}).to_vector<float>(),
               avg_pool2d(view.copyto(ctx), {3, 3}, {3, 3}).to_vector<float>());
   }
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(PoolTest, BadInputGetsClearErrorsAndLeavesTheEngineUsable) {

@@ -21,6 +21,7 @@ namespace {
 using detail::PhiloxBlock;
 using detail::PhiloxKey;
 using testing::all_devices;
+using testing::expect_error;
 
 std::vector<std::uint32_t> bits_of(const NDArray& a) {
   std::vector<std::uint32_t> bits;
@@ -262,15 +263,6 @@ TEST(RandomTest, ZeroStddevGivesTheMeanAndEmptyShapesGiveEmptyArrays) {
 }
 
 // --- errors ------------------------------------------------------------------------------
-
-void expect_error(const std::function<void()>& call, const std::string& message) {
-  try {
-    call();
-    ADD_FAILURE() << "expected an error: " << message;
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), message);
-  }
-}
 
 TEST(RandomTest, BadArgumentsAreErrorsThatLeaveTheSequenceAlone) {
   random::seed(31);

@@ -137,10 +137,7 @@ TEST(SoftmaxCrossEntropyTest, GradientMatchesFiniteDifferences) {
       }
       Values xd = to_double(x);
       const auto objective = [&] {
-        const Values loss = reference_loss(xd, labels, shape[1]);
-        double total = 0;
-        for (std::size_t i = 0; i < loss.size(); ++i) total += loss[i] * r[i];
-        return total;
+        return testing::weighted_sum(reference_loss(xd, labels, shape[1]), r);
       };
       const std::vector<float> grad = pred.grad().to_vector<float>();
       testing::expect_gradient_matches_finite_differences(xd, grad, objective, "pred",

@@ -1,16 +1,20 @@
 #pragma once
-// Helpers shared by the operator tests: the devices every test loops over,
-// random host data, and comparison against double-precision references.
+// Helpers shared by the operator tests (and the nn tests): the devices every
+// test loops over, random host data, comparison against double-precision
+// references, error messages, and results independent of the thread count.
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <exception>
 #include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <tbb/global_control.h>
 
 #include "tagflow/tagflow.h"
 
@@ -80,14 +84,67 @@ inline void expect_gradient_matches_finite_differences(
   }
 }
 
-/// The message of the tagflow::Error `f` throws, or "(no error)".
-inline std::string error_of(const std::function<void()>& f) {
+/// For several inputs at once: x[i] holds the values of input i that `loss`
+/// reads, and inputs[i] the array whose gradient the backward pass gave.
+inline void expect_gradients_match_finite_differences(std::vector<std::vector<double>>& x,
+                                                      const std::vector<NDArray>& inputs,
+                                                      const std::function<double()>& loss,
+                                                      const std::string& what = "") {
+  ASSERT_EQ(x.size(), inputs.size()) << what;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    expect_gradient_matches_finite_differences(
+        x[i], inputs[i].grad().to_vector<float>(), loss,
+        (what.empty() ? "" : what + ": ") + "input " + std::to_string(i));
+  }
+}
+
+/// The sum of y[k] * r[k]: the scalar a gradient check differentiates, from a
+/// reference's output `y` and the random weights `r` the backward pass used.
+inline double weighted_sum(const std::vector<double>& y, const std::vector<float>& r) {
+  double total = 0;
+  for (std::size_t k = 0; k < y.size(); ++k) total += y[k] * r[k];
+  return total;
+}
+
+/// The message of the error of type `E` (tagflow::Error unless named) that
+/// `f` throws; "(no error)" when it throws none, and the message of any
+/// other exception, marked, when it throws that instead.
+template <typename E = Error>
+std::string error_of(const std::function<void()>& f) {
   try {
     f();
-  } catch (const Error& e) {
+  } catch (const E& e) {
     return e.what();
+  } catch (const std::exception& e) {
+    return std::string("(not the expected error type) ") + e.what();
   }
   return "(no error)";
+}
+
+/// Expects `call` to throw a tagflow::Error whose message is exactly `message`.
+inline void expect_error(const std::function<void()>& call, const std::string& message) {
+  try {
+    call();
+    ADD_FAILURE() << "expected an error: " << message;
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), message);
+  }
+}
+
+/// Expects `run` to give the same bits with oneTBB limited to one thread as
+/// with all of them: the CPU kernels' results must not depend on how the
+/// work was split.
+inline void expect_same_bits_on_one_and_all_threads(
+    const std::function<std::vector<float>()>& run) {
+  std::vector<float> one_thread;
+  {
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, 1);
+    one_thread = run();
+  }
+  const std::vector<float> all_threads = run();
+  ASSERT_EQ(one_thread.size(), all_threads.size());
+  EXPECT_EQ(std::memcmp(one_thread.data(), all_threads.data(), one_thread.size() * sizeof(float)),
+            0);
 }
 
 }  // namespace tagflow::testing

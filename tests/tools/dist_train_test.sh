@@ -72,6 +72,18 @@ wait_for_training() {
   fail "no epoch ended within 120 s"
 }
 
+# Starts 2 ranks training for long, with MPI timeout $1 s, in the background;
+# sets `job` and `victim` (rank 1's pid, also in $work/pids) and returns once
+# they train.
+start_two_ranks() {
+  "${mpirun[@]}" -np 2 "$tagflow" "${train[@]}" --epochs 200 --dist mpi --dist-timeout "$1" \
+    >"$work"/out 2>"$work"/err &
+  job=$!
+  victim=$(pid_of_rank 1 "$job") || exit 1
+  echo "$victim" >"$work"/pids
+  wait_for_training "$job"
+}
+
 loss_of() { sed -n 's/^epoch  1\/1: loss \([0-9.]*\),.*/\1/p' "$1"; }
 
 case "$case_name" in
@@ -89,12 +101,7 @@ case "$case_name" in
     echo "same: 1 process loss $one, 2 processes loss $two"
     ;;
   killed)
-    "${mpirun[@]}" -np 2 "$tagflow" "${train[@]}" --epochs 200 --dist mpi --dist-timeout 60 \
-      >"$work"/out 2>"$work"/err &
-    job=$!
-    victim=$(pid_of_rank 1 "$job") || exit 1
-    echo "$victim" >"$work"/pids
-    wait_for_training "$job"
+    start_two_ranks 60
     kill -9 "$victim"
     wait_for_job 40 "$job"
     [ "$status" -ne 0 ] || fail "the job ended with status 0"
@@ -103,12 +110,7 @@ case "$case_name" in
     echo "killed: the job ended with status $status"
     ;;
   stopped)
-    "${mpirun[@]}" -np 2 "$tagflow" "${train[@]}" --epochs 200 --dist mpi --dist-timeout 10 \
-      >"$work"/out 2>"$work"/err &
-    job=$!
-    victim=$(pid_of_rank 1 "$job") || exit 1
-    echo "$victim" >"$work"/pids
-    wait_for_training "$job"
+    start_two_ranks 10
     kill -STOP "$victim"
     wait_for_job 60 "$job"
     [ "$status" -ne 0 ] || fail "the job ended with status 0"

@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "engine/detail/cuda_check.h"
 #include "engine/error.h"
 #include "nn/dist/communication_error.h"
 
@@ -80,8 +81,7 @@ void NcclMonitor::issue(cudaStream_t stream, const NcclCollective& collective) {
       }
     }
     if (cuda != cudaSuccess) {
-      failure = fmt::format("recording an event after it failed: {} ({})", cudaGetErrorString(cuda),
-                            cudaGetErrorName(cuda));
+      failure = "recording an event after it failed: " + ::tagflow::detail::cuda_status(cuda);
     }
   }
   {
@@ -133,8 +133,8 @@ void NcclMonitor::close() {
     freed_[i] = true;
     const ncclResult_t status = ncclCommDestroy(comms_[i]);
     if (status != ncclSuccess) {
-      spdlog::warn("NcclAggregator ({}): ncclCommDestroy on {} failed: {}", where_,
-                   devices_[i].str(), ncclGetErrorString(status));
+      spdlog::warn("NcclAggregator ({}): ncclCommDestroy failed on {}: {} (NCCL error {})", where_,
+                   devices_[i].str(), ncclGetErrorString(status), static_cast<int>(status));
     }
   }
 }
@@ -161,9 +161,9 @@ void NcclMonitor::poll_locked() {
       continue;
     }
     if (status != cudaSuccess) {
-      return break_locked(fmt::format("{} failed on the device after {:.1f} s: {} ({})",
+      return break_locked(fmt::format("{} failed on the device after {:.1f} s: {}",
                                       describe(it->collective), seconds(now - it->issued),
-                                      cudaGetErrorString(status), cudaGetErrorName(status)));
+                                      ::tagflow::detail::cuda_status(status)));
     }
     cudaEventDestroy(it->event);  // finished; a failure to free it cannot be acted on
     it = in_flight_.erase(it);
@@ -216,8 +216,8 @@ void NcclMonitor::abort_idle_locked() {
     freed_[i] = true;  // ncclCommAbort frees it: never ncclCommDestroy after
     const ncclResult_t status = ncclCommAbort(comms_[i]);
     if (status != ncclSuccess) {
-      spdlog::warn("NcclAggregator ({}): ncclCommAbort on {} failed: {}", where_, devices_[i].str(),
-                   ncclGetErrorString(status));
+      spdlog::warn("NcclAggregator ({}): ncclCommAbort failed on {}: {} (NCCL error {})", where_,
+                   devices_[i].str(), ncclGetErrorString(status), static_cast<int>(status));
     }
   }
 }

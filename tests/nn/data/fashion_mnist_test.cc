@@ -7,36 +7,29 @@
 #include <zlib.h>
 
 #include <cstdio>
-#include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include "tagflow/tagflow.h"
+#include "tests/common/test_directory.h"
+#include "tests/nn/io/idx_files.h"
+#include "tests/ops/test_util.h"
 
 namespace tagflow {
 namespace {
 
 namespace fs = std::filesystem;
-using Bytes = std::vector<unsigned char>;
+using testing::Bytes;
+using testing::error_of;
 
 /// An IDX file of `type` with `dims` and `payload`, gzip-compressed.
 void write_gzip_idx(const fs::path& path, unsigned char type,
                     const std::vector<std::uint32_t>& dims, const Bytes& payload) {
-  Bytes bytes = {0, 0, type, static_cast<unsigned char>(dims.size())};
-  for (std::uint32_t d : dims) {
-    for (int shift = 24; shift >= 0; shift -= 8)
-      bytes.push_back(static_cast<unsigned char>(d >> shift));
-  }
-  bytes.insert(bytes.end(), payload.begin(), payload.end());
-  gzFile file = gzopen(path.c_str(), "wb");
-  ASSERT_NE(file, nullptr) << path;
-  ASSERT_EQ(gzwrite(file, bytes.data(), static_cast<unsigned>(bytes.size())),
-            static_cast<int>(bytes.size()));
-  ASSERT_EQ(gzclose(file), Z_OK);
+  testing::write_file(path, testing::concat(testing::idx_header(type, dims), payload),
+                      testing::Compression::kGzip);
 }
 
 /// The decompressed bytes of a gzip file: the independent decoder of the
@@ -51,17 +44,6 @@ Bytes gunzip(const fs::path& path) {
     out.insert(out.end(), buffer, buffer + got);
   gzclose(file);
   return out;
-}
-
-std::string data_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const io::FileError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("(not a io::FileError) ") + e.what();
-  }
-  return "(no error)";
 }
 
 const std::string kInstallHint =
@@ -80,11 +62,7 @@ TEST(FashionMnistTest, ClassNamesAndDefaultDirectory) {
 class SmallFashionMnistTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("tagflow_fmnist_test_" + std::to_string(getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = testing::make_test_directory("tagflow_fmnist_test");
     std::mt19937 rng(3);
     pixels_.resize(3 * 28 * 28);
     for (unsigned char& p : pixels_) p = static_cast<unsigned char>(rng());
@@ -137,8 +115,10 @@ TEST_F(SmallFashionMnistTest, LoadsImagesAsNx28x28x1AndLabelsAsInt32) {
 }
 
 TEST_F(SmallFashionMnistTest, MissingOrInconsistentFilesGiveDataErrors) {
-  auto load_error = [&] { return data_error_of([&] { (void)data::load_fashion_mnist(dir_); }); };
-  EXPECT_EQ(data_error_of([&] { (void)data::load_fashion_mnist(dir_ / "nowhere"); }),
+  auto load_error = [&] {
+    return error_of<io::FileError>([&] { (void)data::load_fashion_mnist(dir_); });
+  };
+  EXPECT_EQ(error_of<io::FileError>([&] { (void)data::load_fashion_mnist(dir_ / "nowhere"); }),
             (dir_ / "nowhere").string() +
                 ": no such directory: the Fashion-MNIST data set is missing; " + kInstallHint);
   EXPECT_EQ(load_error(), (dir_ / "train-images-idx3-ubyte.gz").string() +

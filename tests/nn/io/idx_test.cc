@@ -9,59 +9,30 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
-#include <functional>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include "tagflow/tagflow.h"
+#include "tests/common/test_directory.h"
+#include "tests/nn/io/idx_files.h"
+#include "tests/ops/test_util.h"
 
 namespace tagflow {
 namespace {
 
 namespace fs = std::filesystem;
-using Bytes = std::vector<unsigned char>;
-
-std::vector<Context> all_devices() { return {cpu(0), cpu(1), gpu(0), gpu(1)}; }
-
-void put_big_endian(Bytes& out, std::uint64_t value, int bytes) {
-  for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<unsigned char>(value >> (8 * i)));
-}
-
-/// The magic and dimensions of an IDX file (extents as raw 32-bit words).
-Bytes idx_header(unsigned char type, const std::vector<std::uint32_t>& dims) {
-  Bytes out = {0, 0, type, static_cast<unsigned char>(dims.size())};
-  for (std::uint32_t d : dims) put_big_endian(out, d, 4);
-  return out;
-}
-
-Bytes concat(Bytes a, const Bytes& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-enum class Compression { kPlain, kGzip };
-
-void write_file(const fs::path& path, const Bytes& bytes, Compression compression) {
-  if (compression == Compression::kPlain) {
-    std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()),
-              static_cast<std::streamsize>(bytes.size()));
-    ASSERT_TRUE(out.good()) << path;
-    return;
-  }
-  gzFile file = gzopen(path.c_str(), "wb");
-  ASSERT_NE(file, nullptr) << path;
-  if (!bytes.empty()) {
-    ASSERT_EQ(gzwrite(file, bytes.data(), static_cast<unsigned>(bytes.size())),
-              static_cast<int>(bytes.size()));
-  }
-  ASSERT_EQ(gzclose(file), Z_OK);
-}
+using testing::all_devices;
+using testing::Bytes;
+using testing::Compression;
+using testing::concat;
+using testing::error_of;
+using testing::idx_header;
+using testing::put_big_endian;
+using testing::write_file;
 
 Bytes read_raw(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -166,13 +137,7 @@ void expect_values(const NDArray& a, const Sample& s, const std::string& what) {
 
 class IdxTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("tagflow_idx_test_" + std::to_string(getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = testing::make_test_directory("tagflow_idx_test"); }
   void TearDown() override { fs::remove_all(dir_); }
 
   /// Writes `bytes` to a new file of the test directory and returns its path.
@@ -237,27 +202,15 @@ TEST_F(IdxTest, ZeroExtentsGiveEmptyArrays) {
   }
 }
 
-/// The message of the io::FileError `f` throws, or what happened instead.
-std::string data_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const io::FileError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("(not a io::FileError) ") + e.what();
-  }
-  return "(no error)";
-}
-
 TEST_F(IdxTest, MalformedHeadersGiveDataErrorsNamingTheFile) {
   auto error_for = [&](const Bytes& bytes, Compression compression = Compression::kPlain) {
     const fs::path path = file("bad", bytes, compression);
-    return data_error_of([&] { (void)io::read_idx(path); });
+    return error_of<io::FileError>([&] { (void)io::read_idx(path); });
   };
   const std::string bad = (dir_ / "bad").string() + ": ";
-  EXPECT_EQ(data_error_of([&] { (void)io::read_idx(dir_ / "none.gz"); }),
+  EXPECT_EQ(error_of<io::FileError>([&] { (void)io::read_idx(dir_ / "none.gz"); }),
             (dir_ / "none.gz").string() + ": no such file");
-  EXPECT_EQ(data_error_of([&] { (void)io::read_idx(dir_); }),
+  EXPECT_EQ(error_of<io::FileError>([&] { (void)io::read_idx(dir_); }),
             dir_.string() + ": not a regular file");
   for (Compression compression : {Compression::kPlain, Compression::kGzip}) {
     EXPECT_EQ(error_for({}, compression),
@@ -292,7 +245,7 @@ TEST_F(IdxTest, MalformedHeadersGiveDataErrorsNamingTheFile) {
 TEST_F(IdxTest, HeadersDeclaringTooMuchDataAreRejectedBeforeAllocating) {
   auto error_for = [&](const Bytes& bytes, Compression compression = Compression::kPlain) {
     const fs::path path = file("huge", bytes, compression);
-    return data_error_of([&] { (void)io::read_idx(path); });
+    return error_of<io::FileError>([&] { (void)io::read_idx(path); });
   };
   const std::string huge = (dir_ / "huge").string() + ": ";
   // 2^64 elements: a product that wraps to exactly 0 in 64 bits.
@@ -338,7 +291,7 @@ TEST_F(IdxTest, ZeroExtentDoesNotAdmitOtherExtentsBeyondInt64) {
   const std::vector<std::uint32_t> dims = {0x7fffffff, 0x7fffffff, 0x7fffffff, 0};
   for (Compression compression : {Compression::kPlain, Compression::kGzip}) {
     const fs::path path = file("e", idx_header(0x08, dims), compression);
-    EXPECT_EQ(data_error_of([&] { (void)io::read_idx(path); }),
+    EXPECT_EQ(error_of<io::FileError>([&] { (void)io::read_idx(path); }),
               path.string() +
                   ": too large: the header declares 2147483647x2147483647x2147483647x0 uint8 "
                   "elements: expected the extents other than 0 to multiply to at most "
@@ -353,7 +306,7 @@ TEST_F(IdxTest, ZeroExtentDoesNotAdmitOtherExtentsBeyondInt64) {
 TEST_F(IdxTest, TruncatedOrOverlongDataGivesDataErrors) {
   auto error_for = [&](const Bytes& bytes, Compression compression) {
     const fs::path path = file("data", bytes, compression);
-    return data_error_of([&] { (void)io::read_idx(path); });
+    return error_of<io::FileError>([&] { (void)io::read_idx(path); });
   };
   const std::string data = (dir_ / "data").string() + ": ";
   std::mt19937 rng(5);
@@ -381,7 +334,7 @@ TEST_F(IdxTest, CorruptOrCutGzipStreamsGiveDataErrors) {
   ASSERT_GT(gzip.size(), 100U);
   auto error_for = [&](const Bytes& bytes) {
     const fs::path path = file("bad.gz", bytes);  // already compressed
-    return data_error_of([&] { (void)io::read_idx(path); });
+    return error_of<io::FileError>([&] { (void)io::read_idx(path); });
   };
   const std::string bad = (dir_ / "bad.gz").string() + ": ";
   Bytes wrong_checksum = gzip;
@@ -416,7 +369,7 @@ TEST_F(IdxTest, Float64BeyondFloat32RangeIsRejected) {
     put_big_endian(payload, bits, 8);
   }
   const fs::path path = file("wide", concat(idx_header(0x0E, {3}), payload));
-  EXPECT_EQ(data_error_of([&] { (void)io::read_idx(path); }),
+  EXPECT_EQ(error_of<io::FileError>([&] { (void)io::read_idx(path); }),
             path.string() +
                 ": float64 element 2 is 1e+39: expected a value within float32's "
                 "range (magnitude at most 3.4028234663852886e+38)");

@@ -23,6 +23,7 @@
 #include <gtest/gtest.h>
 
 #include "tagflow/tagflow.h"
+#include "tests/common/test_directory.h"
 
 namespace tagflow {
 namespace {
@@ -61,13 +62,7 @@ std::string make_file(const std::string& header, const std::string& data = "") {
 /// A fresh directory per test, removed afterwards.
 class SafetensorsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("tagflow_safetensors_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = testing::make_test_directory("tagflow_safetensors"); }
   void TearDown() override {
     fs::permissions(dir_, fs::perms::owner_all, fs::perm_options::add);
     fs::remove_all(dir_);
