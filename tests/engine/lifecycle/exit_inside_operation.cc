@@ -28,6 +28,13 @@ namespace {
 
 /// Operations pushed behind the one that exits that ran anyway.
 std::atomic<int> ran_behind{0};
+/// Set once the main thread has pushed everything and only waits: exit()
+/// while another thread still calls into a library (its logging, say)
+/// would destroy statics under it, in any program.
+std::atomic<bool> all_pushed{false};
+void wait_until_all_pushed() {
+  while (!all_pushed.load()) std::this_thread::sleep_for(1ms);
+}
 
 /// Made first, destroyed last: a teardown that takes its time (flushing
 /// logs, say), during which stray operations would run on destroyed statics.
@@ -59,6 +66,7 @@ void push_behind(Context ctx, VarHandle var, int count) {
 
 /// The closure's error handler: what a service does when a batch is broken.
 [[noreturn]] void fail_and_exit(int status) {
+  wait_until_all_pushed();
   try {
     throw std::runtime_error("corrupt batch");
   } catch (const std::exception& e) {
@@ -74,16 +82,17 @@ int exit_on_cpu_worker() {
   a = ones({256});
   b = zeros({256});
   engine.push({.name = "slow", .ctx = cpu(1), .writes = {b.var()}, .fn = [](const RunContext&) {
+                 wait_until_all_pushed();
                  std::this_thread::sleep_for(150ms);
                }});
   push_behind(cpu(1), b.var(), 100);
   engine.push(
       {.name = "load batch", .ctx = cpu(0), .writes = {a.var()}, .fn = [](const RunContext&) {
-         std::this_thread::sleep_for(50ms);  // the pushes below are queued by then
          fail_and_exit(42);
        }});
   push_behind(cpu(0), a.var(), 100);
   const NDArray c = a + b;
+  all_pushed.store(true);
   engine.wait_for_all();  // does not return: the process exits from the operation
   return 1;
 }
@@ -95,10 +104,7 @@ int exit_in_device_work() {
   a = ones({256}, DType::kFloat32, gpu(0));
   engine.push(
       {.name = "kernel", .ctx = gpu(0), .writes = {a.var()}, .fn = [](const RunContext& rc) {
-         rc.stream->enqueue_host([] {
-           std::this_thread::sleep_for(50ms);
-           fail_and_exit(43);
-         });
+         rc.stream->enqueue_host([] { fail_and_exit(43); });
        }});
   // Behind it on the GPU, device work; on the CPU, operations that wait
   // for the device work to finish.
@@ -112,6 +118,7 @@ int exit_in_device_work() {
          }});
   }
   push_behind(cpu(0), a.var(), 100);
+  all_pushed.store(true);
   engine.wait_for_all();
   return 1;
 }
@@ -119,6 +126,7 @@ int exit_in_device_work() {
 /// exit(44) from an operation of the naive engine, run by the pushing thread.
 int exit_on_naive_engine() {
   a = ones({256});
+  all_pushed.store(true);
   Engine::get().push(
       {.name = "load batch", .ctx = cpu(0), .writes = {a.var()}, .fn = [](const RunContext&) {
          fail_and_exit(44);
