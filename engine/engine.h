@@ -131,7 +131,7 @@ class Engine {
   /// Every pending operation, its stage and what it waits for (see
   /// DependencyState). Callable from any thread that is not running an
   /// operation, at any time; pushes to every engine of the process pause
-  /// while it looks (Note [Dependency state] in threaded_engine.h).
+  /// while it looks (Note [Dependency state] in engine/detail/threaded_engine.h).
   ///
   ///   spdlog::error("stuck:\n{}", engine.dependency_state().describe());
   virtual DependencyState dependency_state() = 0;

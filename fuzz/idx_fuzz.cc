@@ -1,4 +1,4 @@
-// Fuzzes the IDX reader (nn/idx.h), plain and gzip. The first byte of an
+// Fuzzes the IDX reader (nn/io/idx.h), plain and gzip. The first byte of an
 // input says how the rest becomes a file:
 //   0  as is (an IDX file, or gzip bytes the fuzzer mutates directly);
 //   1  gzip-compressed here, one member;

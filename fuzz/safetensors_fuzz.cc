@@ -1,4 +1,4 @@
-// Fuzzes the safetensors reader (nn/safetensors.h). Every input, as a file,
+// Fuzzes the safetensors reader (nn/io/safetensors.h). Every input, as a file,
 // must either load or be refused with a io::FileError; beyond that:
 // - io::safetensors_metadata and io::load_safetensors agree: both succeed, or both
 //   refuse the file with the same message;

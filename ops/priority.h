@@ -15,7 +15,7 @@ namespace tagflow {
 
 /// The priority of gradient aggregation and other communication that the
 /// rest of a step waits for (Note [Aggregating as gradients become ready] in
-/// nn/gradient_aggregator.h).
+/// nn/dist/gradient_aggregator.h).
 inline constexpr int kCommunicationPriority = 100;
 
 class PriorityScope {

@@ -225,7 +225,7 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
       options.epochs > 0 ? fashion_mnist(dir, true, options.limit)
                          : data::Dataset(0, [](std::int64_t) { return data::Sample{}; });
   // Each process takes its shard of every batch (Note [Sharding] in
-  // nn/data_loader.h). A last batch with fewer samples than devices would
+  // nn/data/data_loader.h). A last batch with fewer samples than devices would
   // leave a device without work (and its gradients stale): it is dropped.
   const std::int64_t remainder = train_set.size() / process_count % process_batch;
   const bool drop_last = remainder != 0 && remainder < device_count;

@@ -88,7 +88,7 @@ struct alignas(64) OpBlock : Pooled<OpBlock> {
   const char* name = "op";
   /// Where it runs (threaded engine); null for host operations.
   WorkerPool* pool = nullptr;
-  /// Set while the profiler records (engine/profile_marks.h); next to what
+  /// Set while the profiler records (engine/detail/profile_marks.h); next to what
   /// the hand-over reads anyway, so that checking it costs no cache miss.
   ProfileMarks* profile = nullptr;
   EngineCore* engine = nullptr;

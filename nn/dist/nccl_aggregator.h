@@ -40,7 +40,7 @@
 // stops issuing, leaves the others' kernels (and whatever waits for them,
 // such as the next loss) waiting for ever. So after each collective is
 // enqueued, an event recorded on the stream goes to a thread the aggregator
-// owns (nn/nccl_monitor.h), which looks every 50 ms at:
+// owns (nn/dist/detail/nccl_monitor.h), which looks every 50 ms at:
 //  - the events: a finished collective is forgotten; one still running
 //    `timeout_seconds` after it was issued (or an NCCL call that has not
 //    returned by then) is a timeout;

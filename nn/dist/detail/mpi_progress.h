@@ -1,6 +1,6 @@
 #pragma once
 // The communication thread of MpiCommunicator and the collectives it works
-// on: internal to nn/mpi_communicator.cc and nn/mpi_progress.cc, built only
+// on: internal to nn/dist/mpi_communicator.cc and nn/dist/detail/mpi_progress.cc, built only
 // with MPI. See Notes [Collectives as engine operations], [Issue order] and
 // [Failures and timeouts] in mpi_communicator.h.
 
