@@ -16,9 +16,28 @@
 // sequence number returned by `record()` marks a point in the stream (a CUDA
 // event on real GPUs, a counter on simulated ones). See Note [Completion on
 // device queues] in engine/detail/threaded_engine.h.
+//
+// Note [Errors of device work]
+// A GPU operation completes when its work is in the stream; the work can
+// still fail afterwards (a fault on a real GPU, a simulated kernel that
+// throws). That failure must reach whoever uses what the operation wrote, as
+// an operation's own exception does (DESIGN.md, "Rules that hold
+// everywhere"), not only the next wait_for_all. So each mark knows whether
+// the work before it failed: error_at(seq). A device failure is sticky, as
+// CUDA's are (the context is lost): every mark from the first one after the
+// failing work on carries the stream's first error, and a stream that waits
+// on a failed mark of another stream fails from its next mark on, since what
+// it runs next may consume the bad data. The engines then treat a variable
+// whose write fence failed as a variable carrying that error: an operation
+// reading it is skipped and inherits it, wait_to_read rethrows it (so does
+// printing or copying to the host), and wait_for_all reports it once per
+// stream. Marks that finished before the failure stay clean.
 
+#include <atomic>
 #include <cstdint>
 #include <exception>
+#include <limits>
+#include <mutex>
 #include <string>
 
 #include "engine/context.h"
@@ -42,7 +61,11 @@ class Stream {
 
   /// Enqueues host code to run in stream order (the kernel of a simulated
   /// GPU; a host function on a real one). An exception it throws becomes the
-  /// stream's sticky error.
+  /// stream's sticky error (Note [Errors of device work]). As for a kernel
+  /// launch, the calling thread's current device must be the stream's (the
+  /// engine's workers select theirs; simulated GPUs enforce it, Note
+  /// [Simulated CUDA rules] in engine/detail/sim_runtime.h), and host work
+  /// must not call the device API, this stream's included.
   virtual void enqueue_host(HostFunction fn) = 0;
   /// Marks everything enqueued so far; returns the mark's sequence number
   /// (strictly increasing per stream).
@@ -62,14 +85,40 @@ class Stream {
   /// profiler's clock) to `*out`, before the callbacks of any later mark
   /// run. A host function on a simulated GPU, a timing event on a real one.
   virtual void enqueue_timestamp(std::int64_t* out) = 0;
-  /// First error raised by work on the stream, or null.
-  virtual std::exception_ptr error() = 0;
   /// cudaStream_t on real GPUs, null on simulated ones.
   virtual void* native_handle() { return nullptr; }
+
+  /// First error raised by work on the stream, or null.
+  std::exception_ptr error() const {
+    std::lock_guard lock(error_mutex_);
+    return error_;
+  }
+  /// Once `finished(seq)`: null when the work up to mark `seq` succeeded,
+  /// else the stream's first error (Note [Errors of device work]).
+  std::exception_ptr error_at(std::uint64_t seq) const {
+    if (seq < failed_from_.load(std::memory_order_acquire)) [[likely]]
+      return nullptr;
+    return error();
+  }
+
+ protected:
+  /// Records a failure of the work before mark `from` (the first error
+  /// stays; marks from the earliest such `from` on carry it).
+  void set_error(std::exception_ptr error, std::uint64_t from) noexcept {
+    std::lock_guard lock(error_mutex_);
+    if (!error_) error_ = std::move(error);
+    if (from < failed_from_.load(std::memory_order_relaxed)) {
+      failed_from_.store(from, std::memory_order_release);
+    }
+  }
 
  private:
   Context ctx_;
   QueueKind kind_;
+  mutable std::mutex error_mutex_;
+  std::exception_ptr error_;
+  /// The first failed mark; none while it is the maximum.
+  std::atomic<std::uint64_t> failed_from_{std::numeric_limits<std::uint64_t>::max()};
 };
 
 namespace detail {

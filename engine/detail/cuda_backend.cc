@@ -57,28 +57,6 @@ Error cuda_error(cudaError_t status, std::string_view call, int device) {
 /// sleep in cudaEventSynchronize instead of spinning a core per stream.
 constexpr unsigned int kEventFlags = cudaEventDisableTiming | cudaEventBlockingSync;
 
-/// Makes `device` current on the calling thread for its lifetime, then restores
-/// the previous device (best effort: a destructor cannot report failure).
-class ScopedDevice {
- public:
-  explicit ScopedDevice(int device) {
-    TAGFLOW_CUDA_CHECK(device, cudaGetDevice(&previous_));
-    if (previous_ != device) {
-      TAGFLOW_CUDA_CHECK(device, cudaSetDevice(device));
-      restore_ = true;
-    }
-  }
-  ~ScopedDevice() {
-    if (restore_) static_cast<void>(cudaSetDevice(previous_));
-  }
-  ScopedDevice(const ScopedDevice&) = delete;
-  ScopedDevice& operator=(const ScopedDevice&) = delete;
-
- private:
-  int previous_ = 0;
-  bool restore_ = false;
-};
-
 class CudaStream final : public Stream {
  public:
   CudaStream(Context ctx, QueueKind kind);
@@ -91,7 +69,6 @@ class CudaStream final : public Stream {
   bool finished(std::uint64_t seq) override;
   void synchronize(std::uint64_t seq) override;
   void when_finished(std::uint64_t seq, HostFunction fn) override;
-  std::exception_ptr error() override;
   void* native_handle() override { return static_cast<void*>(stream_); }
 
  private:
@@ -106,13 +83,17 @@ class CudaStream final : public Stream {
   struct HostCall {
     CudaStream* stream = nullptr;
     HostFunction fn;
+    /// The first mark recorded after it: the one its failure fails.
+    std::uint64_t next_mark = 0;
   };
 
   int device() const { return context().index; }
   static void CUDART_CB run_host_call(void* user_data);
   cudaEvent_t take_free_event();
   cudaEvent_t create_event();
-  void set_error(std::exception_ptr error) noexcept;
+  /// A failure of this stream's work not tied to one mark: marks recorded
+  /// from now on carry it.
+  void fail_from_next_mark(std::exception_ptr error) noexcept;
   void poll();
   void mark_finished(std::uint64_t seq);
 
@@ -136,16 +117,12 @@ class CudaStream final : public Stream {
   std::multimap<std::uint64_t, HostFunction> callbacks_;
   bool stopping_ = false;
 
-  // A separate lock so host functions (run on a driver thread) never contend
-  // with threads that hold mutex_ across CUDA calls.
-  std::mutex error_mutex_;
-  std::exception_ptr error_;
-
-  // Profiling: an event whose profiler time is known, the origin of the
-  // device times of later timing events (made on first use).
+  // Profiling (Note [Device times]): the last timing event whose profiler
+  // time is known; later ones are measured from it. Made on first use.
   std::once_flag clock_once_;
-  cudaEvent_t clock_origin_ = nullptr;
-  std::int64_t clock_origin_ns_ = 0;
+  std::mutex clock_mutex_;
+  cudaEvent_t last_timing_event_ = nullptr;
+  std::int64_t last_timing_ns_ = 0;
 
   std::thread poller_;
 };
@@ -155,7 +132,7 @@ CudaStream::CudaStream(Context ctx, QueueKind kind) : Stream(ctx, kind) {
                    ctx.str());
   const int dev = device();
   {
-    ScopedDevice on_device(dev);
+    CudaDeviceGuard on_device(dev);
     TAGFLOW_CUDA_CHECK(dev, cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   }
   try {
@@ -184,7 +161,7 @@ CudaStream::~CudaStream() {
   // let them run before it goes away.
   static_cast<void>(cudaStreamSynchronize(stream_));
   for (cudaEvent_t event : free_events_) static_cast<void>(cudaEventDestroy(event));
-  if (clock_origin_ != nullptr) static_cast<void>(cudaEventDestroy(clock_origin_));
+  if (last_timing_event_ != nullptr) static_cast<void>(cudaEventDestroy(last_timing_event_));
   static_cast<void>(cudaStreamDestroy(stream_));
   if (previous_device >= 0 && previous_device != device()) {
     static_cast<void>(cudaSetDevice(previous_device));
@@ -202,46 +179,69 @@ void CUDART_CB CudaStream::run_host_call(void* user_data) {
   try {
     call->fn();
   } catch (...) {
-    call->stream->set_error(std::current_exception());
+    call->stream->set_error(std::current_exception(), call->next_mark);
   }
   identity.running = previous_label;
 }
 
 void CudaStream::enqueue_host(HostFunction fn) {
   auto call = std::make_unique<HostCall>(HostCall{this, std::move(fn)});
+  // Under the lock record() holds across cudaEventRecord: the next mark is
+  // then the first after this function in stream order, the one it fails.
+  std::lock_guard lock(mutex_);
+  call->next_mark = recorded_ + 1;
   TAGFLOW_CUDA_CHECK(device(), cudaLaunchHostFunc(stream_, &run_host_call, call.get()));
   static_cast<void>(call.release());  // owned by the driver now; run_host_call deletes it
 }
 
+// Note [Device times]
+// cudaEventElapsedTime gives float milliseconds. Measured from one origin
+// fixed at first use, its step grows with the process's age (about 8 us
+// after 100 s, 0.25 ms after an hour) and kernel spans collapse. So each
+// timing event is measured from the previous one resolved on the stream,
+// whose profiler time is known: the intervals are short and keep float's
+// precision, and the first event is anchored by one synchronisation with the
+// host clock. Callbacks of different marks may run on different threads (on
+// the recording thread when its mark has already finished), so the chain is
+// guarded by a lock, and an interval may be negative (a later event resolved
+// first), which cudaEventElapsedTime reports as such.
 void CudaStream::enqueue_timestamp(std::int64_t* out) {
   const int dev = device();
-  ScopedDevice on_device(dev);
+  CudaDeviceGuard on_device(dev);
   std::call_once(clock_once_, [&] {
-    // Recorded and waited for once: the profiler's time when it completes is
-    // the origin the device times are measured from.
     cudaEvent_t origin = nullptr;
-    TAGFLOW_CUDA_CHECK(dev, cudaEventCreate(&origin));
-    if (cudaEventRecord(origin, stream_) != cudaSuccess ||
-        cudaEventSynchronize(origin) != cudaSuccess) {
+    TAGFLOW_CUDA_CHECK(dev, cudaEventCreate(&origin));  // with timing
+    cudaError_t status = cudaEventRecord(origin, stream_);
+    if (status == cudaSuccess) status = cudaEventSynchronize(origin);
+    if (status != cudaSuccess) {
       static_cast<void>(cudaEventDestroy(origin));
-      throw cuda_error(cudaGetLastError(), "cudaEventRecord (profiler clock origin)", dev);
+      static_cast<void>(cudaGetLastError());
+      throw cuda_error(status, "cudaEventRecord (profiler clock origin)", dev);
     }
-    clock_origin_ns_ = profiler_now();
-    clock_origin_ = origin;
+    std::lock_guard lock(clock_mutex_);
+    last_timing_ns_ = profiler_now();
+    last_timing_event_ = origin;
   });
   cudaEvent_t event = nullptr;
   TAGFLOW_CUDA_CHECK(dev, cudaEventCreate(&event));  // with timing
   if (const cudaError_t status = cudaEventRecord(event, stream_); status != cudaSuccess) {
     static_cast<void>(cudaEventDestroy(event));
+    static_cast<void>(cudaGetLastError());
     throw cuda_error(status, "cudaEventRecord (profiler timestamp)", dev);
   }
   // Resolved on the poller (callbacks may call CUDA; host functions may not).
   when_finished(record(), [this, event, out] {
+    std::lock_guard lock(clock_mutex_);
     float ms = 0;
-    if (cudaEventElapsedTime(&ms, clock_origin_, event) == cudaSuccess) {
-      *out = clock_origin_ns_ + static_cast<std::int64_t>(static_cast<double>(ms) * 1e6);
+    if (cudaEventElapsedTime(&ms, last_timing_event_, event) != cudaSuccess) {
+      static_cast<void>(cudaGetLastError());
+      static_cast<void>(cudaEventDestroy(event));
+      return;  // the span stays unknown
     }
-    static_cast<void>(cudaEventDestroy(event));
+    last_timing_ns_ += static_cast<std::int64_t>(static_cast<double>(ms) * 1e6);
+    *out = last_timing_ns_;
+    static_cast<void>(cudaEventDestroy(last_timing_event_));
+    last_timing_event_ = event;
   });
 }
 
@@ -256,7 +256,7 @@ cudaEvent_t CudaStream::take_free_event() {
 cudaEvent_t CudaStream::create_event() {
   const int dev = device();
   // Events belong to the device current at creation; it must be this stream's.
-  ScopedDevice on_device(dev);
+  CudaDeviceGuard on_device(dev);
   cudaEvent_t event = nullptr;
   TAGFLOW_CUDA_CHECK(dev, cudaEventCreateWithFlags(&event, kEventFlags));
   return event;
@@ -299,29 +299,39 @@ std::uint64_t CudaStream::record() {
 }
 
 void CudaStream::wait(Stream& other, std::uint64_t seq) {
-  if (&other == this || other.finished(seq)) return;
+  if (&other == this) return;
   auto* other_cuda = dynamic_cast<CudaStream*>(&other);
   TAGFLOW_CHECK(other_cuda != nullptr,
                 "CudaStream::wait: expected a CUDA stream to wait on, got a stream of {}",
                 other.context().str());
-  {
+  bool finished_already = other.finished(seq);
+  if (!finished_already) {
     // Holding other's lock keeps the event from being recycled and re-recorded
     // for a later mark before the wait has captured it.
     std::lock_guard lock(other_cuda->mutex_);
-    if (other_cuda->finished_.load(std::memory_order_acquire) >= seq) {
-      return;  // completed (and its event recycled) meanwhile
+    // Completed (and its event recycled) meanwhile?
+    finished_already = other_cuda->finished_.load(std::memory_order_acquire) >= seq;
+    if (!finished_already) {
+      TAGFLOW_CHECK(seq <= other_cuda->recorded_,
+                    "CudaStream::wait: mark {} was never recorded on {} (last recorded: {})", seq,
+                    other.context().str(), other_cuda->recorded_);
+      // pending_ holds exactly the marks after finished_ up to recorded_, in order.
+      const auto& pending = other_cuda->pending_;
+      const PendingMark& mark = pending[static_cast<std::size_t>(seq - pending.front().seq)];
+      TAGFLOW_CUDA_CHECK(device(), cudaStreamWaitEvent(stream_, mark.event, 0));
     }
-    TAGFLOW_CHECK(seq <= other_cuda->recorded_,
-                  "CudaStream::wait: mark {} was never recorded on {} (last recorded: {})", seq,
-                  other.context().str(), other_cuda->recorded_);
-    // pending_ holds exactly the marks after finished_ up to recorded_, in order.
-    const auto& pending = other_cuda->pending_;
-    const PendingMark& mark = pending[static_cast<std::size_t>(seq - pending.front().seq)];
-    TAGFLOW_CUDA_CHECK(device(), cudaStreamWaitEvent(stream_, mark.event, 0));
+  }
+  if (finished_already) {
+    // Nothing to wait for on the device, but a failure before that mark
+    // taints what this stream runs next (Note [Errors of device work]).
+    if (std::exception_ptr error = other.error_at(seq)) [[unlikely]]
+      fail_from_next_mark(std::move(error));
+    return;
   }
   // Remembered for the next mark, whose poller then also waits for `other` to
-  // publish `seq`: as on SimStream, this stream finishing a later mark implies
-  // `other.finished(seq)`. Taken after releasing other's lock: never both.
+  // publish `seq` (and takes on its failure): as on SimStream, this stream
+  // finishing a later mark implies `other.finished(seq)`. Taken after
+  // releasing other's lock: never both.
   std::lock_guard lock(mutex_);
   for (Fence& fence : waits_since_last_mark_) {
     if (fence.stream == &other) {
@@ -360,14 +370,9 @@ void CudaStream::when_finished(std::uint64_t seq, HostFunction fn) {
   fn();
 }
 
-std::exception_ptr CudaStream::error() {
-  std::lock_guard lock(error_mutex_);
-  return error_;
-}
-
-void CudaStream::set_error(std::exception_ptr error) noexcept {
-  std::lock_guard lock(error_mutex_);
-  if (!error_) error_ = std::move(error);  // the first error wins
+void CudaStream::fail_from_next_mark(std::exception_ptr error) noexcept {
+  std::lock_guard lock(mutex_);
+  set_error(std::move(error), recorded_ + 1);
 }
 
 void CudaStream::mark_finished(std::uint64_t seq) {
@@ -385,7 +390,7 @@ void CudaStream::mark_finished(std::uint64_t seq) {
     try {
       fn();
     } catch (...) {
-      set_error(std::current_exception());
+      fail_from_next_mark(std::current_exception());
     }
   }
 }
@@ -397,7 +402,8 @@ void CudaStream::poll() {
   if (const cudaError_t status = cudaSetDevice(dev); status != cudaSuccess) {
     // Not fatal for polling: cudaEventSynchronize does not need a current device.
     static_cast<void>(cudaGetLastError());
-    set_error(std::make_exception_ptr(cuda_error(status, "cudaSetDevice (stream poller)", dev)));
+    fail_from_next_mark(
+        std::make_exception_ptr(cuda_error(status, "cudaSetDevice (stream poller)", dev)));
   }
   for (;;) {
     PendingMark oldest;
@@ -420,16 +426,21 @@ void CudaStream::poll() {
       } catch (...) {
         failure = std::current_exception();
       }
-      set_error(std::move(failure));
+      set_error(std::move(failure), oldest.seq);
     }
     // The device has passed the marks this one waited on; let their streams'
     // pollers catch up too. Cannot deadlock: each fence was recorded before
-    // this mark, and every poller handles its marks in recording order.
+    // this mark, and every poller handles its marks in recording order. A
+    // failed one taints this mark: the work since may have read its data
+    // (Note [Errors of device work]).
     for (const Fence& fence : oldest.waits) {
       try {
         fence.stream->synchronize(fence.seq);
+        if (std::exception_ptr error = fence.stream->error_at(fence.seq)) {
+          set_error(std::move(error), oldest.seq);
+        }
       } catch (...) {
-        set_error(std::current_exception());
+        set_error(std::current_exception(), oldest.seq);
       }
     }
     // Advances even on failure, so that nobody waits forever; the error is sticky.
@@ -450,6 +461,16 @@ class CudaBackend final : public DeviceBackend {
         ctx.is_gpu() && ctx.index >= 0 && static_cast<std::size_t>(ctx.index) < devices_.size(),
         "make_stream: expected one of the {} CUDA GPU(s), got {}", devices_.size(), ctx.str());
     return std::make_unique<CudaStream>(ctx, kind);
+  }
+
+  void set_device(int index) override {
+    check_cuda(cudaSetDevice(index), "cudaSetDevice", gpu(index));
+  }
+
+  int current_device() const override {
+    int device = 0;
+    check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+    return device;
   }
 
   std::string status() const override { return status_; }

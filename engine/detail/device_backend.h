@@ -19,8 +19,43 @@ class DeviceBackend {
   virtual const std::vector<GpuInfo>& devices() const = 0;
   /// A new stream on `ctx` (a GPU of this backend).
   virtual std::unique_ptr<Stream> make_stream(Context ctx, QueueKind kind) = 0;
+  /// Makes GPU `index` current on the calling thread (cudaSetDevice, or the
+  /// simulated runtime's); throws DeviceError on failure. The current device
+  /// is per thread and decides where kernels may be launched.
+  virtual void set_device(int index) = 0;
+  /// The calling thread's current GPU.
+  virtual int current_device() const = 0;
   /// One line on the backend's state, e.g. "no GPU: CUDA driver not found".
   virtual std::string status() const = 0;
+};
+
+/// Makes a GPU current on the calling thread for the guard's lifetime, then
+/// restores the previous one (best effort: a destructor cannot report).
+///
+///   ScopedDevice on_device(*backend_, ctx.index);
+class ScopedDevice {
+ public:
+  ScopedDevice(DeviceBackend& backend, int index)
+      : backend_(backend), previous_(backend.current_device()) {
+    if (index != previous_) {
+      backend.set_device(index);
+      restore_ = true;
+    }
+  }
+  ~ScopedDevice() {
+    if (!restore_) return;
+    try {
+      backend_.set_device(previous_);
+    } catch (...) {  // NOLINT(bugprone-empty-catch): the next launch reports a broken device
+    }
+  }
+  ScopedDevice(const ScopedDevice&) = delete;
+  ScopedDevice& operator=(const ScopedDevice&) = delete;
+
+ private:
+  DeviceBackend& backend_;
+  int previous_;
+  bool restore_ = false;
 };
 
 /// Simulated GPUs when `config.sim_gpus > 0`, else the CUDA backend when it

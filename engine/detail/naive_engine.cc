@@ -1,6 +1,8 @@
 #include "engine/detail/naive_engine.h"
 
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -114,10 +116,14 @@ void NaiveEngine::push(Operation op) {
     WorkerIdentity& me = this_worker();
     const char* outer = std::exchange(me.running, block.name);
     RunContext rc{block.ctx, stream, 0};
-    if (block.profile != nullptr && stream != nullptr) [[unlikely]] {
-      stream->enqueue_timestamp(&block.profile->device_started);
-    }
     try {
+      // The operation's kernels are launched from this thread: its GPU must
+      // be current here, and the caller's current device comes back after.
+      std::optional<ScopedDevice> on_device;
+      if (stream != nullptr) on_device.emplace(*backend_, block.ctx.index);
+      if (block.profile != nullptr && stream != nullptr) [[unlikely]] {
+        stream->enqueue_timestamp(&block.profile->device_started);
+      }
       if (!block.fn.is_async()) {
         block.fn.body()(rc, nullptr);
       } else {
@@ -142,11 +148,12 @@ void NaiveEngine::push(Operation op) {
         if (block.profile != nullptr) [[unlikely]] {
           stream->enqueue_timestamp(&block.profile->device_ended);
         }
-        stream->synchronize(stream->record());
-        // Device work failing is sticky on the stream: the first failure is
-        // this operation's.
-        std::exception_ptr device_error = stream->error();
-        if (device_error && reported_.insert(stream).second) std::rethrow_exception(device_error);
+        const std::uint64_t mark = stream->record();
+        stream->synchronize(mark);
+        // Note [Errors of device work] in engine/stream.h: a failure is sticky,
+        // so every operation after it on this stream fails too.
+        if (std::exception_ptr device_error = stream->error_at(mark)) [[unlikely]]
+          std::rethrow_exception(device_error);
       }
     } catch (...) {
       block.error = block.wrap(std::current_exception());

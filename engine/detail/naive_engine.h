@@ -10,7 +10,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <vector>
 
 #include "engine/detail/device_backend.h"
@@ -55,7 +54,6 @@ class NaiveEngine final : public Engine, public EngineCore {
   std::recursive_mutex mutex_;  // one operation at a time; closures may push
   std::map<std::pair<int, QueueKind>, std::unique_ptr<Stream>> streams_;
   std::exception_ptr first_error_;
-  std::set<Stream*> reported_;  ///< streams whose sticky error was reported
   /// Profiling: push numbers, and the last profiled writer of each variable.
   std::uint64_t next_seq_ = 1;
   std::map<const VarBlock*, std::uint64_t> profiled_writers_;

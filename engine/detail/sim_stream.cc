@@ -1,14 +1,22 @@
 #include "engine/detail/sim_stream.h"
 
+#include <exception>
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "engine/detail/device_backend.h"
 #include "engine/detail/profile_marks.h"
+#include "engine/detail/sim_runtime.h"
 #include "engine/detail/worker_pool.h"
+#include "engine/error.h"
 
 namespace tagflow::detail {
 
 SimStream::SimStream(Context ctx, QueueKind kind) : Stream(ctx, kind) {
+  TAGFLOW_CHECK_AS(DeviceError, ctx.is_gpu(), "SimStream: expected a GPU context, got {}",
+                   ctx.str());
+  sim::register_devices(ctx.index + 1);  // a stream on gpu(i) means gpu(i) exists
   thread_ = std::thread([this] { run(); });
 }
 
@@ -29,15 +37,38 @@ void SimStream::push_item(Item item) {
   work_ready_.notify_one();
 }
 
+void SimStream::check_not_in_host_work(const char* call) const {
+  if (sim::in_host_work()) [[unlikely]] {
+    sim::set_last_error(sim::Status::kNotPermitted);
+    sim::throw_status(sim::Status::kNotPermitted, call, context());
+  }
+}
+
 void SimStream::enqueue_host(HostFunction fn) {
+  const int device = context().index;
+  check_not_in_host_work("kernel launch");
+  // A lost device refuses new work with its fault, as CUDA answers every
+  // call after a sticky error.
+  if (std::exception_ptr fault = sim::device_fault(device)) [[unlikely]]
+    std::rethrow_exception(fault);
+  if (sim::current_device() != device) [[unlikely]] {
+    sim::set_last_error(sim::Status::kInvalidResourceHandle);
+    sim::throw_status(sim::Status::kInvalidResourceHandle,
+                      fmt::format("kernel launch from a thread whose current device is gpu({})",
+                                  sim::current_device()),
+                      context());
+  }
   push_item({Item::Type::kHost, std::move(fn), 0, nullptr});
 }
 
 void SimStream::enqueue_timestamp(std::int64_t* out) {
-  enqueue_host([out] { *out = profiler_now(); });
+  // An event, not a kernel: any thread may record it.
+  check_not_in_host_work("cudaEventRecord (profiler timestamp)");
+  push_item({Item::Type::kHost, [out] { *out = profiler_now(); }, 0, nullptr});
 }
 
 std::uint64_t SimStream::record() {
+  check_not_in_host_work("cudaEventRecord");
   std::uint64_t seq;
   {
     std::lock_guard lock(mutex_);
@@ -49,7 +80,17 @@ std::uint64_t SimStream::record() {
 }
 
 void SimStream::wait(Stream& other, std::uint64_t seq) {
-  if (&other == this || other.finished(seq)) return;
+  check_not_in_host_work("cudaStreamWaitEvent");
+  if (&other == this) return;
+  if (other.finished(seq)) {
+    // Nothing to wait for, but a failure before that mark still taints
+    // what this stream runs next (Note [Errors of device work]).
+    if (std::exception_ptr error = other.error_at(seq)) [[unlikely]] {
+      std::lock_guard lock(mutex_);
+      set_error(std::move(error), recorded_ + 1);
+    }
+    return;
+  }
   push_item({Item::Type::kWait, nullptr, seq, &other});
 }
 
@@ -58,12 +99,14 @@ bool SimStream::finished(std::uint64_t seq) {
 }
 
 void SimStream::synchronize(std::uint64_t seq) {
+  check_not_in_host_work("cudaEventSynchronize");
   if (finished(seq)) return;
   std::unique_lock lock(mutex_);
   progress_.wait(lock, [&] { return finished_.load(std::memory_order_acquire) >= seq; });
 }
 
 void SimStream::when_finished(std::uint64_t seq, HostFunction fn) {
+  check_not_in_host_work("cudaLaunchHostFunc (completion callback)");
   {
     std::lock_guard lock(mutex_);
     if (finished_.load(std::memory_order_acquire) < seq) {
@@ -72,11 +115,6 @@ void SimStream::when_finished(std::uint64_t seq, HostFunction fn) {
     }
   }
   fn();
-}
-
-std::exception_ptr SimStream::error() {
-  std::lock_guard lock(mutex_);
-  return error_;
 }
 
 void SimStream::mark_finished(std::uint64_t seq) {
@@ -97,6 +135,10 @@ void SimStream::mark_finished(std::uint64_t seq) {
 void SimStream::run() {
   // Kernels run here; a wait issued from one would deadlock like on a worker.
   this_worker().running = "simulated stream";
+  const int device = context().index;
+  // A failed mark of another stream this one waited on: the marks from the
+  // next one on carry it (Note [Errors of device work]).
+  std::exception_ptr tainted;
   for (;;) {
     Item item;
     {
@@ -108,18 +150,26 @@ void SimStream::run() {
     }
     switch (item.type) {
       case Item::Type::kHost:
+        // Nothing runs on a lost device (Note [Simulated CUDA rules]).
+        if (sim::device_fault(device)) break;
         try {
+          const sim::HostWorkScope host_work;
           item.fn();
         } catch (...) {
-          std::lock_guard lock(mutex_);
-          if (!error_) error_ = std::current_exception();
+          sim::set_device_fault(device, std::current_exception());
         }
         break;
       case Item::Type::kMark:
+        if (std::exception_ptr fault = sim::device_fault(device)) [[unlikely]] {
+          set_error(std::move(fault), item.seq);
+        } else if (tainted) [[unlikely]] {
+          set_error(std::exchange(tainted, nullptr), item.seq);
+        }
         mark_finished(item.seq);
         break;
       case Item::Type::kWait:
         item.other->synchronize(item.seq);
+        if (!tainted) tainted = item.other->error_at(item.seq);
         break;
     }
   }
@@ -130,6 +180,7 @@ namespace {
 class SimBackend final : public DeviceBackend {
  public:
   explicit SimBackend(int n) {
+    sim::register_devices(n);
     for (int i = 0; i < n; ++i) {
       devices_.push_back({.index = i,
                           .name = "simulated GPU",
@@ -143,6 +194,10 @@ class SimBackend final : public DeviceBackend {
   std::unique_ptr<Stream> make_stream(Context ctx, QueueKind kind) override {
     return std::make_unique<SimStream>(ctx, kind);
   }
+  void set_device(int index) override {
+    sim::check_status(sim::set_device(index), "cudaSetDevice", gpu(index));
+  }
+  int current_device() const override { return sim::current_device(); }
   std::string status() const override {
     return fmt::format("{} simulated GPU(s) (TAGFLOW_SIM_GPUS)", devices_.size());
   }
@@ -156,6 +211,10 @@ class NoGpuBackend final : public DeviceBackend {
   explicit NoGpuBackend(std::string why) : why_(std::move(why)) {}
   const std::vector<GpuInfo>& devices() const override { return devices_; }
   std::unique_ptr<Stream> make_stream(Context, QueueKind) override { return nullptr; }
+  void set_device(int index) override {
+    throw_error<DeviceError>("gpu({}) does not exist: {}", index, why_);
+  }
+  int current_device() const override { return 0; }
   std::string status() const override { return why_; }
 
  private:

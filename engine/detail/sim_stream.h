@@ -1,6 +1,7 @@
 #pragma once
 // SimStream: a simulated GPU stream. An in-order queue run by one host
-// thread; a counter plays the CUDA event. Internal to engine/.
+// thread; a counter plays the CUDA event. It enforces CUDA's rules (Note
+// [Simulated CUDA rules] in sim_runtime.h). Internal to engine/.
 
 #include <condition_variable>
 #include <cstdint>
@@ -25,7 +26,6 @@ class SimStream final : public Stream {
   bool finished(std::uint64_t seq) override;
   void synchronize(std::uint64_t seq) override;
   void when_finished(std::uint64_t seq, HostFunction fn) override;
-  std::exception_ptr error() override;
 
  private:
   struct Item {
@@ -35,6 +35,8 @@ class SimStream final : public Stream {
     Stream* other = nullptr;  // kWait
   };
   void push_item(Item item);
+  /// Throws DeviceError (cudaErrorNotPermitted) when called from host work.
+  void check_not_in_host_work(const char* call) const;
   void run();
   void mark_finished(std::uint64_t seq);
 
@@ -45,7 +47,6 @@ class SimStream final : public Stream {
   std::uint64_t recorded_ = 0;
   std::atomic<std::uint64_t> finished_{0};
   std::multimap<std::uint64_t, HostFunction> callbacks_;
-  std::exception_ptr error_;
   bool stopping_ = false;
   std::thread thread_;
 };

@@ -85,7 +85,8 @@ WorkerPool* ThreadedEngine::create_pool(int slot, Context ctx, QueueKind queue) 
   if (WorkerPool* existing = entry.load(std::memory_order_relaxed)) return existing;
   std::unique_ptr<WorkerPool> pool;
   if (ctx.is_gpu()) {
-    pool = std::make_unique<WorkerPool>(*this, ctx, queue, 1, backend_->make_stream(ctx, queue));
+    pool = std::make_unique<WorkerPool>(*this, ctx, queue, 1, backend_->make_stream(ctx, queue),
+                                        backend_.get());
   } else {
     pool = std::make_unique<WorkerPool>(*this, cpu(ctx.index), QueueKind::kCompute,
                                         config_.cpu_workers, nullptr);
@@ -453,18 +454,51 @@ bool ThreadedEngine::hold_for_fences(OpBlock* op) {
       for (const Fence& f : d.var->read_fences) consider(f);
     }
   }
-  if (host_waits.empty()) return false;
+  if (host_waits.empty()) {
+    take_fence_errors(op);
+    return false;
+  }
   // Held back until its device inputs have finished; the last fence to
   // finish hands it on, from the stream's thread.
   op->stage.store(OperationStage::kHeldForDevice, std::memory_order_relaxed);
   op->pending.store(static_cast<std::int32_t>(host_waits.size()) + 1, std::memory_order_relaxed);
   for (const Fence& f : host_waits) {
     f.stream->when_finished(f.seq, [this, op] {
-      if (op->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) run_or_enqueue(op, nullptr);
+      if (op->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        take_fence_errors(op);
+        run_or_enqueue(op, nullptr);
+      }
     });
   }
   // Our own reference: if every fence finished meanwhile, we hand it on.
-  return op->pending.fetch_sub(1, std::memory_order_acq_rel) != 1;
+  if (op->pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return true;
+  take_fence_errors(op);
+  return false;
+}
+
+std::exception_ptr ThreadedEngine::fence_error(const Fence& fence) {
+  if (!fence || !fence.stream->finished(fence.seq)) return nullptr;
+  std::exception_ptr cause = fence.stream->error_at(fence.seq);
+  if (!cause) [[likely]]
+    return nullptr;
+  return std::make_exception_ptr(OperationError(fence.stream->kind() == QueueKind::kCopy
+                                                    ? "device work on the copy stream"
+                                                    : "device work on the compute stream",
+                                                fence.stream->context(), std::move(cause)));
+}
+
+void ThreadedEngine::take_fence_errors(OpBlock* op) {
+  // Note [Errors of device work] in engine/stream.h. Fences not yet finished
+  // are on a stream this operation's own work follows on the device: their
+  // failure then reaches its own mark instead.
+  if (op->error || op->kind != OpKind::kUser) return;
+  for (const Dep& d : op->deps) {
+    if (!reads_value(d.access)) continue;
+    if (std::exception_ptr error = fence_error(d.var->write_fence)) [[unlikely]] {
+      op->error = std::move(error);  // inherited: the operation is skipped
+      return;
+    }
+  }
 }
 
 void ThreadedEngine::run_or_enqueue(OpBlock* op, Followers* followers) {
@@ -486,7 +520,9 @@ void ThreadedEngine::run_or_enqueue(OpBlock* op, Followers* followers) {
 void ThreadedEngine::finish_host_op(OpBlock* op, Followers* followers) {
   if (op->kind == OpKind::kWait) {
     WaitSignal* signal = op->signal;
-    std::exception_ptr error = op->deps[0].var->error;
+    const VarBlock& var = *op->deps[0].var;
+    // Every fence on the variable has finished: the wait was held for them.
+    std::exception_ptr error = var.error ? var.error : fence_error(var.write_fence);
     complete(op, followers);
     signal->notify(std::move(error));
   } else {
@@ -500,6 +536,7 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
   Followers followers{&pool, nullptr};
   Stream* stream = pool.stream();
   const bool real_gpu = stream != nullptr && stream->native_handle() != nullptr;
+  const std::exception_ptr& device_error = pool.device_error();
   for (int run = 0; op != nullptr && run < kMaxInlineRun; ++run) {
     // exit() was called from inside an operation (Note [Engine lifetime]).
     if (workers_stopped_.load(std::memory_order_relaxed)) [[unlikely]]
@@ -515,6 +552,8 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
         if (!op->error) op->error = op->wrap(std::current_exception());  // a broken device
       }
     }
+    if (device_error && !op->error) [[unlikely]]
+      op->error = op->wrap(device_error);  // the worker could not select its GPU
     // After the waits on other streams: the device span is the work alone.
     if (op->profile != nullptr) [[unlikely]] {
       profile_start(*op, stream, index);

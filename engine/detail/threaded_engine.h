@@ -144,6 +144,11 @@ class ThreadedEngine final : public Engine, public EngineCore {
   /// Records the device fences `op` must respect; true if it is held back
   /// until fences finish (it is then handed on from the stream's thread).
   bool hold_for_fences(OpBlock* op);
+  /// The error of a finished fence's device work, as an OperationError
+  /// naming its stream, or null (Note [Errors of device work] in engine/stream.h).
+  static std::exception_ptr fence_error(const Fence& fence);
+  /// Makes `op` inherit the failure of a finished write fence of what it reads.
+  static void take_fence_errors(OpBlock* op);
   void run_or_enqueue(OpBlock* op, Followers* followers);
   void finish_host_op(OpBlock* op, Followers* followers);
   void finish(OpBlock* op, Followers* followers);

@@ -39,11 +39,12 @@ void check_not_inside_operation(const char* what) {
 // --- WorkerPool ------------------------------------------------------------------
 
 WorkerPool::WorkerPool(ThreadedEngine& engine, Context ctx, QueueKind kind, int num_workers,
-                       std::unique_ptr<Stream> stream)
+                       std::unique_ptr<Stream> stream, DeviceBackend* backend)
     : engine_(engine),
       ctx_(ctx),
       kind_(kind),
       stream_(std::move(stream)),
+      backend_(backend),
       counters_(std::make_unique<Counter[]>(static_cast<std::size_t>(num_workers))) {
   threads_.reserve(static_cast<std::size_t>(num_workers));
   for (int i = 0; i < num_workers; ++i) threads_.emplace_back([this, i] { run(i); });
@@ -136,6 +137,15 @@ void WorkerPool::run(int index) {
   WorkerIdentity& me = this_worker();
   me.pool = this;
   me.index = index;
+  // Once, for the thread's life: every kernel this worker launches goes to
+  // this GPU's stream. An operation that selects another device must restore it.
+  if (backend_ != nullptr) {
+    try {
+      backend_->set_device(ctx_.index);
+    } catch (...) {
+      device_error_ = std::current_exception();
+    }
+  }
   while (OpBlock* op = next_op()) {
     while (op != nullptr) op = engine_.execute(op, *this, index);
   }

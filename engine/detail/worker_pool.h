@@ -5,11 +5,13 @@
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <thread>
 #include <vector>
 
 #include "engine/context.h"
+#include "engine/detail/device_backend.h"
 #include "engine/detail/op_block.h"
 #include "engine/detail/ready_queue.h"
 #include "engine/detail/spin_lock.h"
@@ -36,8 +38,11 @@ void run_deleter(Engine::VarDeleter& deleter) noexcept;
 
 class WorkerPool {
  public:
+  /// A GPU's pool gets its stream and the backend that selects the GPU on
+  /// each worker thread as it starts (the device is per thread, and a kernel
+  /// launched from a thread whose current device is another GPU fails).
   WorkerPool(ThreadedEngine& engine, Context ctx, QueueKind kind, int num_workers,
-             std::unique_ptr<Stream> stream);
+             std::unique_ptr<Stream> stream, DeviceBackend* backend = nullptr);
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -51,6 +56,9 @@ class WorkerPool {
   Context context() const { return ctx_; }
   QueueKind kind() const { return kind_; }
   Stream* stream() const { return stream_.get(); }
+  /// Why the GPU could not be selected on the worker (read by that worker
+  /// only: every operation it runs then fails with it), or null.
+  const std::exception_ptr& device_error() const { return device_error_; }
   int num_workers() const { return static_cast<int>(threads_.size()); }
   ReadyQueue& queue() { return queue_; }
   /// Set once the stream's sticky error has been passed to wait_for_all
@@ -79,6 +87,8 @@ class WorkerPool {
   Context ctx_;
   QueueKind kind_;
   std::unique_ptr<Stream> stream_;
+  DeviceBackend* backend_;
+  std::exception_ptr device_error_;
   ReadyQueue queue_;
   struct alignas(64) Counter {
     std::atomic<std::uint64_t> completed{0};

@@ -9,10 +9,13 @@
 // A real GPU launches the CUDA kernel on the operation's stream and returns;
 // the engine records the stream's event afterwards (Note [Completion on
 // device queues] in DESIGN.md). Elementwise bodies are written once, as
-// functors callable on host and device (host_device.h).
+// functors callable on host and device (host_device.h). A simulated launch
+// is checked as a real one (check_launch reads the thread's last error), so
+// the rules of Note [Simulated CUDA rules] hold for both.
 
 #include <utility>
 
+#include "engine/detail/sim_runtime.h"
 #include "engine/operation.h"
 #include "engine/stream.h"
 
@@ -28,6 +31,7 @@ void run_kernel(const RunContext& rc, CpuKernel&& cpu, GpuKernel&& gpu) {
     gpu(native);
   } else {
     rc.stream->enqueue_host(std::forward<CpuKernel>(cpu));
+    sim::check_status(sim::get_last_error(), "kernel launch", rc.ctx);
   }
 }
 

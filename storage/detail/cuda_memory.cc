@@ -28,17 +28,27 @@ void log_release_failure(cudaError_t status, const char* call, Context where) no
   }
 }
 
+void log_release_message(const char* message) noexcept {
+  try {
+    spdlog::error("{}", message);
+  } catch (...) {  // as above
+  }
+}
+
 class CudaDeviceMemory final : public DeviceMemory {
  public:
   explicit CudaDeviceMemory(int device) : device_(gpu(device)) {
-    check_cuda(cudaSetDevice(device_.index), "cudaSetDevice", device_);
+    const CudaDeviceGuard on_device(device);
     std::size_t free_bytes = 0;
     std::size_t total_bytes = 0;
     check_cuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo", device_);
     capacity_ = total_bytes;
   }
+  // cudaMalloc and cudaFree act on the current device: each selects its own
+  // and gives the caller's back (a naive engine's pusher or an engine
+  // worker must not find itself moved to another GPU).
   void* allocate(std::uint64_t bytes) override {
-    check_cuda(cudaSetDevice(device_.index), "cudaSetDevice", device_);
+    const CudaDeviceGuard on_device(device_.index);
     void* data = nullptr;
     const cudaError_t status = cudaMalloc(&data, bytes);
     if (status == cudaErrorMemoryAllocation) {
@@ -49,8 +59,12 @@ class CudaDeviceMemory final : public DeviceMemory {
     return data;
   }
   void release(void* data, std::uint64_t) noexcept override {
-    log_release_failure(cudaSetDevice(device_.index), "cudaSetDevice", device_);
-    log_release_failure(cudaFree(data), "cudaFree", device_);
+    try {
+      const CudaDeviceGuard on_device(device_.index);
+      log_release_failure(cudaFree(data), "cudaFree", device_);
+    } catch (const std::exception& e) {  // the device could not be selected
+      log_release_message(e.what());
+    }
   }
   std::uint64_t capacity() const override { return capacity_; }
 

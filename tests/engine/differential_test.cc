@@ -40,6 +40,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/config.h"
+#include "engine/detail/sim_runtime.h"
 #include "engine/engine.h"
 #include "engine/inline_function.h"
 #include "engine/stream.h"
@@ -222,6 +223,9 @@ Operation make_operation(const Binding& b, const OpSpec& op, const std::vector<V
         check_route(rc);
         bp->completer->post([bp, opp, stream = rc.stream, done = std::move(done)]() mutable {
           if (stream != nullptr) {
+            // Another thread launching onto the GPU selects it first, as
+            // CUDA requires (Note [Simulated CUDA rules]).
+            const detail::sim::ScopedDevice on_device(stream->context().index);
             stream->enqueue_host([bp, opp] { run_work(*bp, *opp); });
           } else {
             run_work(*bp, *opp);

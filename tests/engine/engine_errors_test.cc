@@ -8,11 +8,13 @@
 #include <future>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "engine/detail/sim_runtime.h"
 #include "engine/engine.h"
 #include "engine/error.h"
 #include "engine/stream.h"
@@ -246,6 +248,95 @@ TEST_P(EngineErrorTest, ErrorRaisedByDeviceWorkReachesWaitForAll) {
     }
     EXPECT_NO_THROW(engine_->wait_for_all());  // reported once
     engine_->delete_var(x);
+  });
+}
+
+// Every GPU's work is launched from a thread whose current device is that GPU:
+// the threaded engine's workers select theirs as they start, the naive
+// engine selects it around each operation and gives the caller's back. On a
+// real GPU a launch from another device fails with "invalid resource
+// handle"; the simulated GPUs refuse it the same way (Note [Simulated CUDA
+// rules]).
+TEST_P(EngineErrorTest, WorkOnEveryGpuAndQueueIsLaunchedFromItsOwnDevice) {
+  run_with_timeout(30s, [&] {
+    const detail::sim::ScopedDevice callers_device(1);
+    std::vector<VarHandle> vars;
+    std::vector<std::atomic<int>> values(8);
+    int i = 0;
+    for (Context ctx : {gpu(1), gpu(0), gpu(1), gpu(0)}) {
+      for (QueueKind queue : {QueueKind::kCompute, QueueKind::kCopy}) {
+        VarHandle v = engine_->new_var();
+        vars.push_back(v);
+        std::atomic<int>* value = &values[static_cast<std::size_t>(i)];
+        const int expected = ++i;
+        engine_->push({.name = "fill",
+                       .ctx = ctx,
+                       .writes = {v},
+                       .queue = queue,
+                       .fn = [value, expected](const RunContext& rc) {
+                         on_device(rc, [value, expected] { value->store(expected); });
+                       }});
+      }
+    }
+    for (std::size_t k = 0; k < vars.size(); ++k) {
+      EXPECT_NO_THROW(engine_->wait_to_read(vars[k])) << "operation " << k;
+      EXPECT_EQ(values[k].load(), static_cast<int>(k) + 1);
+    }
+    EXPECT_EQ(detail::sim::current_device(), 1) << "pushing changed the caller's current device";
+    EXPECT_NO_THROW(engine_->wait_for_all());
+    for (VarHandle v : vars) engine_->delete_var(v);
+  });
+}
+
+// Note [Errors of device work] in engine/stream.h: device work that fails
+// after its operation completed still reaches what depends on it.
+TEST_P(EngineErrorTest, DeviceWorkThatFailsPutsItsErrorOnWhatItWrites) {
+  run_with_timeout(30s, [&] {
+    VarHandle clean = engine_->new_var();
+    VarHandle x = engine_->new_var();
+    VarHandle on_cpu = engine_->new_var();
+    VarHandle on_other_gpu = engine_->new_var();
+    VarHandle later = engine_->new_var();
+    std::atomic<bool> cpu_reader_ran{false};
+    engine_->push(
+        {.name = "before", .ctx = gpu(0), .writes = {clean}, .fn = [](const RunContext& rc) {
+           on_device(rc, [] {});
+         }});
+    engine_->wait_to_read(clean);
+    engine_->push({.name = "kernel", .ctx = gpu(0), .writes = {x}, .fn = [](const RunContext& rc) {
+                     on_device(rc, [] { throw std::runtime_error("illegal address"); });
+                   }});
+    engine_->push({.name = "reader on cpu",
+                   .ctx = cpu(0),
+                   .reads = {x},
+                   .writes = {on_cpu},
+                   .fn = [&](const RunContext&) { cpu_reader_ran.store(true); }});
+    engine_->push({.name = "reader on gpu(1)",
+                   .ctx = gpu(1),
+                   .reads = {x},
+                   .writes = {on_other_gpu},
+                   .fn = [](const RunContext& rc) { on_device(rc, [] {}); }});
+    engine_->push({.name = "later on gpu(0)",
+                   .ctx = gpu(0),
+                   .writes = {later},
+                   .fn = [](const RunContext& rc) { on_device(rc, [] {}); }});
+    auto expect_failure = [&](VarHandle v, const char* what) {
+      try {
+        engine_->wait_to_read(v);
+        ADD_FAILURE() << what << ": wait_to_read succeeded";
+      } catch (const OperationError& e) {
+        EXPECT_NE(std::string(e.what()).find("illegal address"), std::string::npos)
+            << what << ": " << e.what();
+      }
+    };
+    expect_failure(x, "the failed operation's output");
+    expect_failure(on_cpu, "a CPU reader's output");
+    expect_failure(on_other_gpu, "another GPU's reader's output");
+    expect_failure(later, "later work on the lost device");
+    EXPECT_FALSE(cpu_reader_ran.load()) << "a CPU operation read the failed work's output";
+    EXPECT_NO_THROW(engine_->wait_to_read(clean)) << "work finished before the fault";
+    EXPECT_THROW(engine_->wait_for_all(), OperationError);
+    for (VarHandle v : {clean, x, on_cpu, on_other_gpu, later}) engine_->delete_var(v);
   });
 }
 

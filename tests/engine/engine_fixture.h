@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/detail/sim_runtime.h"
 #include "engine/engine.h"
 #include "engine/stream.h"
 
@@ -48,7 +49,12 @@ void on_device(const RunContext& rc, F&& body) {
 class EngineTest : public ::testing::TestWithParam<EngineParam> {
  protected:
   void SetUp() override { engine_ = make_engine(config_for(GetParam())); }
-  void TearDown() override { engine_.reset(); }
+  void TearDown() override {
+    engine_.reset();
+    // A test that faults a simulated GPU loses it for the process, as on a
+    // real one (Note [Simulated CUDA rules]): bring it back for the next.
+    for (int i = 0; i < detail::sim::device_count(); ++i) detail::sim::reset_device(i);
+  }
   bool threaded() const { return GetParam().kind == EngineKind::kThreaded; }
   static std::vector<Context> devices() { return {cpu(0), cpu(1), gpu(0)}; }
 

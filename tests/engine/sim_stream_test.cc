@@ -21,10 +21,12 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "engine/detail/sim_runtime.h"
 #include "engine/engine.h"
 #include "tests/engine/watchdog.h"
 
@@ -68,6 +70,13 @@ class Gate {
   std::once_flag once_;
 };
 
+/// Enqueues host work as the engine's workers do: from a thread whose
+/// current device is the stream's (Note [Simulated CUDA rules]).
+void launch(Stream& stream, Stream::HostFunction fn) {
+  const sim::ScopedDevice on_device(stream.context().index);
+  stream.enqueue_host(std::move(fn));
+}
+
 /// Signals from a stream's thread (a host function or a callback) to the test.
 class Signal {
  public:
@@ -93,7 +102,7 @@ TEST(SimStream, RunsHostWorkInEnqueueOrder) {
     EXPECT_EQ(stream.native_handle(), nullptr);
     std::vector<int> order;  // touched only by the stream's thread until synchronize
     constexpr int kN = 2000;
-    for (int i = 0; i < kN; ++i) stream.enqueue_host([&order, i] { order.push_back(i); });
+    for (int i = 0; i < kN; ++i) launch(stream, [&order, i] { order.push_back(i); });
     stream.synchronize(stream.record());
     ASSERT_EQ(order.size(), static_cast<std::size_t>(kN));
     for (int i = 0; i < kN; ++i) ASSERT_EQ(order[static_cast<std::size_t>(i)], i);
@@ -111,7 +120,7 @@ TEST(SimStream, KeepsEachEnqueuingThreadsOrder) {
       for (int t = 0; t < kThreads; ++t) {
         threads.emplace_back([&stream, &seen, t] {
           for (int i = 0; i < kPerThread; ++i) {
-            stream.enqueue_host([&seen, t, i] { seen[static_cast<std::size_t>(t)].push_back(i); });
+            launch(stream, [&seen, t, i] { seen[static_cast<std::size_t>(t)].push_back(i); });
           }
         });
       }
@@ -132,7 +141,7 @@ TEST(SimStream, RecordReturnsStrictlyIncreasingMarks) {
     std::uint64_t previous = stream.record();  // a mark with nothing before it
     EXPECT_GT(previous, 0u) << "0 must not be a mark: finished(0) holds before any work";
     for (int i = 0; i < 100; ++i) {
-      if (i % 3 == 0) stream.enqueue_host([] {});
+      if (i % 3 == 0) launch(stream, [] {});
       const std::uint64_t seq = stream.record();
       EXPECT_GT(seq, previous);
       previous = seq;
@@ -147,12 +156,12 @@ TEST(SimStream, MarkFinishesOnlyAfterAllEarlierWorkRan) {
     SimStream stream(gpu(0), QueueKind::kCompute);
     Gate gate;
     const std::uint64_t before = stream.record();
-    stream.enqueue_host(gate.hold());
+    launch(stream, gate.hold());
     std::atomic<int> ran{0};
     constexpr int kN = 100;
-    for (int i = 0; i < kN; ++i) stream.enqueue_host([&ran] { ran.fetch_add(1); });
+    for (int i = 0; i < kN; ++i) launch(stream, [&ran] { ran.fetch_add(1); });
     const std::uint64_t seq = stream.record();
-    stream.enqueue_host([] {});
+    launch(stream, [] {});
     const std::uint64_t after = stream.record();
 
     stream.synchronize(before);
@@ -179,8 +188,8 @@ TEST(SimStream, FinishedIsFalseInsideTheWorkBeforeTheMark) {
     std::atomic<std::uint64_t> seq{0};
     std::atomic<int> finished_inside{-1};
     Gate gate;
-    stream.enqueue_host(gate.hold());  // so `seq` is set before the next runs
-    stream.enqueue_host([&stream, &seq, &finished_inside] {
+    launch(stream, gate.hold());  // so `seq` is set before the next runs
+    launch(stream, [&stream, &seq, &finished_inside] {
       finished_inside.store(stream.finished(seq.load()) ? 1 : 0);
     });
     seq.store(stream.record());
@@ -200,14 +209,13 @@ TEST(SimStream, WaitDelaysLaterWorkUntilTheOtherStreamReachesTheMark) {
     std::atomic<bool> dependent_saw_other_done{false};
     std::atomic<bool> earlier_ran{false};
 
-    other.enqueue_host(gate.hold());
-    other.enqueue_host([&other_work_done] { other_work_done.store(true); });
+    launch(other, gate.hold());
+    launch(other, [&other_work_done] { other_work_done.store(true); });
     const std::uint64_t other_seq = other.record();
 
-    stream.enqueue_host(
-        [&earlier_ran] { earlier_ran.store(true); });  // before the wait: not delayed
+    launch(stream, [&earlier_ran] { earlier_ran.store(true); });  // before the wait: not delayed
     stream.wait(other, other_seq);
-    stream.enqueue_host([&] {
+    launch(stream, [&] {
       dependent_saw_other_done.store(other_work_done.load());
       dependent_ran.store(true);
     });
@@ -235,12 +243,12 @@ TEST(SimStream, WaitOnAFinishedMarkDoesNotDelay) {
     const std::uint64_t done_seq = other.record();
     other.synchronize(done_seq);
     Gate gate;
-    other.enqueue_host(gate.hold());  // other is now held past done_seq
+    launch(other, gate.hold());  // other is now held past done_seq
     other.record();
 
     Signal ran;
     stream.wait(other, done_seq);
-    stream.enqueue_host([&ran] { ran.set(); });
+    launch(stream, [&ran] { ran.set(); });
     EXPECT_TRUE(ran.wait_for()) << "waiting on a mark already finished held the stream";
   });
 }
@@ -248,11 +256,11 @@ TEST(SimStream, WaitOnAFinishedMarkDoesNotDelay) {
 TEST(SimStream, WaitOnItselfDoesNotDeadlock) {
   run_with_timeout(kLimit, [] {
     SimStream stream(gpu(0), QueueKind::kCompute);
-    stream.enqueue_host([] {});
+    launch(stream, [] {});
     const std::uint64_t seq = stream.record();
     stream.wait(stream, seq);
     std::atomic<bool> ran{false};
-    stream.enqueue_host([&ran] { ran.store(true); });
+    launch(stream, [&ran] { ran.store(true); });
     stream.synchronize(stream.record());
     EXPECT_TRUE(ran.load());
   });
@@ -263,8 +271,8 @@ TEST(SimStream, WhenFinishedFiresOnceAfterTheMark) {
     SimStream stream(gpu(0), QueueKind::kCompute);
     Gate gate;
     std::atomic<bool> work_done{false};
-    stream.enqueue_host(gate.hold());
-    stream.enqueue_host([&work_done] { work_done.store(true); });
+    launch(stream, gate.hold());
+    launch(stream, [&work_done] { work_done.store(true); });
     const std::uint64_t seq = stream.record();
 
     std::atomic<int> calls{0};
@@ -287,7 +295,7 @@ TEST(SimStream, WhenFinishedFiresOnceAfterTheMark) {
     EXPECT_TRUE(saw_finished.load());
     // Later marks do not fire it again.
     for (int i = 0; i < 3; ++i) {
-      stream.enqueue_host([] {});
+      launch(stream, [] {});
       stream.synchronize(stream.record());
     }
     EXPECT_EQ(calls.load(), 1);
@@ -317,9 +325,9 @@ TEST(SimStream, CallbacksFireMarkByMarkInOrder) {
     SimStream stream(gpu(1), QueueKind::kCopy);
     Gate first;
     Gate second;
-    stream.enqueue_host(first.hold());
+    launch(stream, first.hold());
     const std::uint64_t seq1 = stream.record();
-    stream.enqueue_host(second.hold());
+    launch(stream, second.hold());
     const std::uint64_t seq2 = stream.record();
 
     std::mutex mutex;
@@ -368,31 +376,38 @@ TEST(SimStream, HostWorkRunsAsAnEngineOperation) {
   run_with_timeout(kLimit, [] {
     SimStream stream(gpu(0), QueueKind::kCompute);
     std::atomic<int> inside{-1};
-    stream.enqueue_host([&inside] { inside.store(inside_engine_operation() ? 1 : 0); });
+    launch(stream, [&inside] { inside.store(inside_engine_operation() ? 1 : 0); });
     stream.synchronize(stream.record());
     EXPECT_EQ(inside.load(), 1);
     EXPECT_FALSE(inside_engine_operation()) << "the test thread is not an engine operation";
   });
 }
 
-TEST(SimStream, ThrownErrorIsStickyAndLaterWorkStillRuns) {
+TEST(SimStream, ThrownErrorIsStickyAndLaterWorkDoesNotRun) {
   run_with_timeout(kLimit, [] {
     SimStream stream(gpu(0), QueueKind::kCompute);
-    stream.synchronize(stream.record());
+    const std::uint64_t before = stream.record();
+    stream.synchronize(before);
     EXPECT_EQ(stream.error(), nullptr);
 
+    // A simulated kernel that throws is a device fault (Note [Simulated CUDA
+    // rules]): nothing after it runs, and every later mark carries it.
     std::atomic<int> after{0};
-    stream.enqueue_host([] { throw std::runtime_error("first failure"); });
-    stream.enqueue_host([&after] { after.fetch_add(1); });
-    stream.enqueue_host([] { throw std::logic_error("second failure"); });
-    stream.enqueue_host([&after] { after.fetch_add(1); });
+    Gate gate;  // everything is enqueued before the fault happens
+    launch(stream, gate.hold());
+    launch(stream, [] { throw std::runtime_error("first failure"); });
+    launch(stream, [&after] { after.fetch_add(1); });
+    launch(stream, [] { throw std::logic_error("second failure"); });
     const std::uint64_t seq = stream.record();
+    gate.open();
     stream.synchronize(seq);
-    EXPECT_TRUE(stream.finished(seq));
-    EXPECT_EQ(after.load(), 2) << "work after a throwing host function did not run";
+    EXPECT_TRUE(stream.finished(seq)) << "marks still finish, so that nobody waits forever";
+    EXPECT_EQ(after.load(), 0) << "work after a device fault ran";
+    EXPECT_EQ(stream.error_at(before), nullptr);
 
     std::exception_ptr error = stream.error();
     ASSERT_NE(error, nullptr);
+    EXPECT_EQ(stream.error_at(seq), error);
     try {
       std::rethrow_exception(error);
     } catch (const std::runtime_error& e) {
@@ -400,10 +415,12 @@ TEST(SimStream, ThrownErrorIsStickyAndLaterWorkStillRuns) {
     } catch (...) {
       ADD_FAILURE() << "the sticky error is not the first exception thrown";
     }
-    // Still there after more successful work.
-    stream.enqueue_host([] {});
-    stream.synchronize(stream.record());
-    EXPECT_EQ(stream.error(), error);
+    const std::uint64_t later = stream.record();
+    stream.synchronize(later);
+    EXPECT_EQ(stream.error_at(later), error);
+    // New work is refused with the fault, as CUDA answers every call after one.
+    EXPECT_THROW(launch(stream, [&after] { after.fetch_add(1); }), std::runtime_error);
+    sim::reset_device(0);  // the device is process-wide: give it back clean
   });
 }
 
@@ -417,15 +434,15 @@ TEST(SimStream, DestructionRunsPendingWorkFirst) {
     auto stream = std::make_unique<SimStream>(gpu(0), QueueKind::kCompute);
     Gate gate;
     Gate other_gate;
-    stream->enqueue_host(gate.hold());
-    for (int i = 0; i < kN; ++i) stream->enqueue_host([&ran] { ran.fetch_add(1); });
+    launch(*stream, gate.hold());
+    for (int i = 0; i < kN; ++i) launch(*stream, [&ran] { ran.fetch_add(1); });
     const std::uint64_t seq = stream->record();
     stream->when_finished(seq, [&callbacks] { callbacks.fetch_add(1); });
     // A pending device-side wait on another stream, itself held.
-    other->enqueue_host(other_gate.hold());
+    launch(*other, other_gate.hold());
     const std::uint64_t other_seq = other->record();
     stream->wait(*other, other_seq);
-    stream->enqueue_host([&waited_work_ran] { waited_work_ran.store(true); });
+    launch(*stream, [&waited_work_ran] { waited_work_ran.store(true); });
     stream->record();
     EXPECT_EQ(ran.load(), 0);
 
@@ -448,7 +465,7 @@ TEST(SimStream, DestroyingAnIdleStreamDoesNotHang) {
   run_with_timeout(kLimit, [] {
     for (int i = 0; i < 50; ++i) {
       SimStream stream(gpu(0), i % 2 == 0 ? QueueKind::kCompute : QueueKind::kCopy);
-      if (i % 3 == 0) stream.enqueue_host([] {});
+      if (i % 3 == 0) launch(stream, [] {});
     }
   });
 }

@@ -4,12 +4,18 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <initializer_list>
 #include <stdexcept>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "engine/detail/sim_runtime.h"
 #include "tagflow/tagflow.h"
 #include "tests/ops/test_util.h"
 
@@ -127,10 +133,9 @@ void push_write(const NDArray& a, std::chrono::milliseconds delay, bool fail) {
                       .ctx = a.context(),
                       .writes = {a.var()},
                       .fn = [a, delay, fail](const RunContext& rc) {
-                        // A kernel that fails is caught before it is
-                        // launched (a check); work on a device stream
-                        // cannot fail one operation (see Note [Completion
-                        // on device queues]).
+                        // A kernel that fails a check before it is launched;
+                        // a fault of the device work itself is tested below
+                        // (DeviceFaultTest).
                         if (fail) throw std::runtime_error("kernel failed on purpose");
                         auto body = [a, delay] {
                           std::this_thread::sleep_for(delay);
@@ -174,6 +179,123 @@ TEST(NDArrayTest, OperatorsReturnBeforeTheWorkEndsAndErrorsSurfaceAtTheWait) {
     } catch (const OperationError&) {  // the failure above, reported once
     }
   }
+}
+
+// Device work that fails after its operation completed (Note [Errors of
+// device work] in engine/stream.h): a fault on a simulated GPU loses the
+// device for the process, as on a real one, so each case runs in a process
+// of its own (a death test that re-runs this binary, and must exit with 0).
+/// Faults `ctx` through the device work of an operation writing `a`.
+void fault_device(const NDArray& a) {
+  Engine::get().push({.name = "faulting kernel",
+                      .ctx = a.context(),
+                      .writes = {a.var()},
+                      .fn = [](const RunContext& rc) {
+                        rc.stream->enqueue_host(
+                            [] { throw std::runtime_error("illegal address"); });
+                      }});
+}
+
+/// True when `a`'s wait throws an OperationError mentioning the fault.
+bool reports_fault(const NDArray& a) {
+  try {
+    a.wait_to_read();
+  } catch (const OperationError& e) {
+    return std::string(e.what()).find("illegal address") != std::string::npos;
+  }
+  return false;
+}
+
+/// True when `a`'s wait does not throw. (Reading its values would: a copy
+/// from a lost device fails, as on a real GPU.)
+bool waits_cleanly(const NDArray& a) {
+  try {
+    a.wait_to_read();
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+/// Exits with 0 when every check held, else prints the first that did not.
+void check_in_child(std::initializer_list<std::pair<const char*, bool>> checks) {
+  for (const auto& [what, held] : checks) {
+    if (!held) {
+      std::fprintf(stderr, "failed: %s\n", what);
+      std::exit(1);
+    }
+  }
+  std::exit(0);
+}
+
+TEST(DeviceFaultTest, ReachesCopiesToTheHostReadersAndLaterWork) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  for (Context ctx : {gpu(0), gpu(1)}) {
+    EXPECT_EXIT(
+        {
+          NDArray before = ones({3}, DType::kFloat32, ctx);
+          before.wait_to_read();
+          NDArray a = ones({4}, DType::kFloat32, ctx);
+          fault_device(a);
+          NDArray on_host = a.copyto(cpu(0));                   // through the copy stream
+          NDArray on_cpu_reader = on_host + 1;                  // a CPU operation after it
+          NDArray on_other_gpu = a.copyto(gpu(1 - ctx.index));  // a healthy device
+          NDArray later = ones({2}, DType::kFloat32, ctx);      // unrelated, same device
+          bool to_vector_threw = false;
+          try {
+            static_cast<void>(a.to_vector<float>());
+          } catch (const OperationError&) {
+            to_vector_threw = true;
+          }
+          bool wait_for_all_threw = false;
+          try {
+            Engine::get().wait_for_all();
+          } catch (const OperationError&) {
+            wait_for_all_threw = true;
+          }
+          check_in_child({{"the faulting operation's output", reports_fault(a)},
+                          {"a copy to the host", reports_fault(on_host)},
+                          {"a CPU reader of that copy", reports_fault(on_cpu_reader)},
+                          {"a copy to the other GPU", reports_fault(on_other_gpu)},
+                          {"later work on the lost device", reports_fault(later)},
+                          {"to_vector", to_vector_threw},
+                          {"wait_for_all", wait_for_all_threw},
+                          {"work finished before the fault", waits_cleanly(before)}});
+        },
+        ::testing::ExitedWithCode(0), "")
+        << ctx;
+  }
+}
+
+TEST(DeviceFaultTest, AStaleLaunchFailureFailsTheNextKernelUnlessItWasChecked) {
+  // The last-error slot of Note [Simulated CUDA rules]: a failure whose
+  // status nobody cleared is what the next launch check on that worker sees.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        NDArray x = ones({4}, DType::kFloat32, gpu(0));
+        x.wait_to_read();
+        // Planted: a device call whose failure is ignored on gpu(0)'s worker.
+        NDArray marker = zeros({1}, DType::kFloat32, gpu(0));
+        Engine::get().push(
+            {.name = "unchecked call",
+             .ctx = gpu(0),
+             .writes = {marker.var()},
+             .fn = [](const RunContext&) { static_cast<void>(detail::sim::set_device(99)); }});
+        NDArray y = x + 1;  // a healthy kernel, on the same worker
+        bool stale_failure_reported = false;
+        try {
+          y.wait_to_read();
+        } catch (const OperationError& e) {
+          stale_failure_reported =
+              std::string(e.what()).find("invalid device ordinal") != std::string::npos;
+        }
+        NDArray z = x + 2;  // the check cleared the slot: the next kernel runs
+        check_in_child(
+            {{"the stale failure reaches the next launch", stale_failure_reported},
+             {"the launch after it runs", z.to_vector<float>() == std::vector<float>(4, 3.f)}});
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 /// Polls until the bytes in use of `ctx` are back to `in_use` (freed arrays

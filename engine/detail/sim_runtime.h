@@ -1,0 +1,121 @@
+#pragma once
+// The simulated CUDA runtime: the state the CUDA runtime keeps per thread and
+// per device, kept the same way for simulated GPUs, so that code breaking
+// one of CUDA's rules fails on a simulated GPU where it would fail on a real
+// one. Internal to engine/ (storage and ops reach it for their simulated paths).
+//
+// Note [Simulated CUDA rules]
+// No GPU runs in CI, so the simulated GPUs are where the CUDA paths' logic is
+// tested; they are only worth it if they refuse what a real GPU refuses.
+// Each rule below has a test that plants a violation (tests/engine/sim_runtime_test.cc):
+// - A current device per thread, 0 on a new thread, changed by set_device()
+//   (cudaSetDevice) and by nothing else. Work that a real GPU runs as a
+//   kernel (SimStream::enqueue_host) is refused unless the calling thread's
+//   current device is the stream's: "invalid resource handle
+//   (cudaErrorInvalidResourceHandle)", as CUDA refuses a launch into another
+//   device's stream. Marks, device-side waits and timestamps (events) are not
+//   checked: CUDA records and waits on events of any device.
+// - A last-error slot per thread. A failing call leaves its status there
+//   until get_last_error() reads and clears it; a simulated kernel launch is
+//   checked by reading the slot, as check_launch() reads cudaGetLastError(),
+//   so a failure whose status was never cleared fails the next healthy
+//   launch on that thread. check_status() clears the slot before it throws.
+// - Sticky device errors. Host work that throws is a device fault (a real
+//   kernel cannot throw; it faults, and the context is lost): from then on no
+//   host work on that device runs, on any of its streams, every later call to
+//   enqueue work there fails with the fault, and every mark recorded after it
+//   carries the error (Note [Errors of device work] in engine/stream.h). Only
+//   reset_device() (cudaDeviceReset, for tests) clears it.
+// - Host work must not call back into the device API: set_device() and the
+//   streams' calls made from inside host work fail with "operation not
+//   permitted (cudaErrorNotPermitted)", as CUDA forbids API calls from a host
+//   function. Callbacks of when_finished() run where CUDA runs them (the
+//   poller, not a host function) and may use the API.
+// The devices are process-wide, as CUDA's contexts are: every engine of the
+// process that simulates gpu(i) shares gpu(i)'s sticky state.
+
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <string_view>
+
+#include "engine/context.h"
+
+namespace tagflow::detail::sim {
+
+/// The statuses the simulated runtime returns, named as CUDA names them.
+enum class Status : std::uint8_t {
+  kSuccess,
+  kInvalidDevice,          ///< cudaErrorInvalidDevice
+  kInvalidResourceHandle,  ///< cudaErrorInvalidResourceHandle
+  kNotPermitted,           ///< cudaErrorNotPermitted
+  kDeviceFault,            ///< a sticky fault (cudaErrorLaunchFailure)
+};
+
+/// "<CUDA's message> (<error name>)", e.g. "invalid resource handle
+/// (cudaErrorInvalidResourceHandle)".
+std::string describe(Status status);
+
+/// Makes the simulated devices 0..count-1 exist (at least; never fewer).
+void register_devices(int count);
+/// How many simulated devices exist in the process.
+int device_count();
+
+/// The calling thread's current simulated device (0 on a new thread).
+int current_device();
+/// cudaSetDevice: kInvalidDevice for an index no simulated GPU has,
+/// kNotPermitted inside host work; a failure is also left in the last-error slot.
+Status set_device(int device);
+/// cudaGetLastError: the calling thread's last failure, then clears it.
+Status get_last_error();
+/// cudaPeekAtLastError: the same without clearing it.
+Status peek_last_error();
+/// Leaves `status` in the calling thread's last-error slot (a failing call does).
+void set_last_error(Status status);
+
+/// True while the calling thread runs host work of a simulated stream.
+bool in_host_work();
+/// Marks the calling thread as running host work while it lives.
+class HostWorkScope {
+ public:
+  HostWorkScope();
+  ~HostWorkScope();
+  HostWorkScope(const HostWorkScope&) = delete;
+  HostWorkScope& operator=(const HostWorkScope&) = delete;
+
+ private:
+  bool outer_;
+};
+
+/// gpu(device)'s sticky fault, or null.
+std::exception_ptr device_fault(int device);
+/// Records `fault` as gpu(device)'s sticky fault (the first one stays).
+void set_device_fault(int device, std::exception_ptr fault);
+/// cudaDeviceReset for tests: clears gpu(device)'s sticky fault.
+void reset_device(int device);
+
+/// Throws DeviceError "<call> failed on <where>: <message> (<name>)" (Note
+/// [CUDA status messages] in cuda_check.h), clearing the calling thread's
+/// last error first, as the CUDA check does.
+[[noreturn]] void throw_status(Status status, std::string_view call, Context where);
+/// throw_status unless `status` is kSuccess:
+///
+///   sim::check_status(sim::set_device(1), "cudaSetDevice", gpu(1));
+inline void check_status(Status status, std::string_view call, Context where) {
+  if (status != Status::kSuccess) [[unlikely]]
+    throw_status(status, call, where);
+}
+
+/// Makes gpu(device) current for its lifetime, then restores the previous one.
+class ScopedDevice {
+ public:
+  explicit ScopedDevice(int device);
+  ~ScopedDevice();
+  ScopedDevice(const ScopedDevice&) = delete;
+  ScopedDevice& operator=(const ScopedDevice&) = delete;
+
+ private:
+  int previous_;
+};
+
+}  // namespace tagflow::detail::sim
