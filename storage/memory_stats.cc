@@ -16,10 +16,20 @@ std::string format_bytes(std::uint64_t bytes) {
 
 namespace {
 
-std::string describe_out_of_memory(Context device, std::uint64_t requested, const MemoryStats& s) {
-  std::string text = fmt::format(
-      "out of memory on {}: tried to allocate {}; {} in use, {} cached (released and retried)",
-      device.str(), format_bytes(requested), format_bytes(s.in_use), format_bytes(s.cached));
+std::string describe_out_of_memory(Context device, std::uint64_t requested, const MemoryStats& s,
+                                   std::size_t collectives_in_flight) {
+  std::string text =
+      fmt::format("out of memory on {}: tried to allocate {}; {} in use, {} cached ", device.str(),
+                  format_bytes(requested), format_bytes(s.in_use), format_bytes(s.cached));
+  if (collectives_in_flight == 0) {
+    text += "(released and retried)";
+  } else {
+    // Note [No release during collectives] in storage/detail/release_gate.h
+    text += fmt::format(
+        "(kept: {} collective{} in flight, which may wait for this thread; the cache goes back "
+        "once they end)",
+        collectives_in_flight, collectives_in_flight == 1 ? "" : "s");
+  }
   if (s.limit != 0) {
     text +=
         fmt::format(", limit {} (TAGFLOW_MEMORY_LIMIT or set_memory_limit)", format_bytes(s.limit));
@@ -32,10 +42,11 @@ std::string describe_out_of_memory(Context device, std::uint64_t requested, cons
 }  // namespace detail
 
 OutOfMemoryError::OutOfMemoryError(Context device, std::uint64_t requested,
-                                   const MemoryStats& stats)
-    : Error(detail::describe_out_of_memory(device, requested, stats)),
+                                   const MemoryStats& stats, std::size_t collectives_in_flight)
+    : Error(detail::describe_out_of_memory(device, requested, stats, collectives_in_flight)),
       device_(device),
       requested_(requested),
-      stats_(stats) {}
+      stats_(stats),
+      collectives_in_flight_(collectives_in_flight) {}
 
 }  // namespace tagflow

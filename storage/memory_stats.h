@@ -23,19 +23,26 @@ struct MemoryStats {
   std::uint64_t capacity = 0;            ///< the device's total memory when known, else 0
 };
 
-/// A request a device cannot meet, even after releasing its cached blocks.
+/// A request a device cannot meet, even after releasing its cached blocks,
+/// or with its cached blocks kept because collectives were in flight.
 class OutOfMemoryError : public Error {
  public:
-  OutOfMemoryError(Context device, std::uint64_t requested, const MemoryStats& stats);
+  /// `collectives_in_flight`: 0 when the cache was released and the request
+  /// retried; else how many collectives kept the cache on the device.
+  OutOfMemoryError(Context device, std::uint64_t requested, const MemoryStats& stats,
+                   std::size_t collectives_in_flight = 0);
   Context device() const { return device_; }
   std::uint64_t requested() const { return requested_; }
   /// The device's figures when the request failed.
   const MemoryStats& stats() const { return stats_; }
+  /// The collectives in flight that kept the cache, 0 when it was released.
+  std::size_t collectives_in_flight() const { return collectives_in_flight_; }
 
  private:
   Context device_;
   std::uint64_t requested_;
   MemoryStats stats_;
+  std::size_t collectives_in_flight_;
 };
 
 namespace detail {

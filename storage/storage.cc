@@ -6,6 +6,7 @@
 #include "engine/error.h"
 #include "storage/detail/device_memory.h"
 #include "storage/detail/pooled_allocator.h"
+#include "storage/detail/release_gate.h"
 
 namespace tagflow {
 
@@ -73,14 +74,17 @@ std::unique_ptr<Allocator> Storage::make_allocator(Context ctx) {
     case DeviceType::kCPU:
       return std::make_unique<PooledAllocator>(ctx, make_host_memory(), default_limit_,
                                                kMaxCachedHostBlock);
+    // Gated: their memory goes back to a device that collectives may be
+    // waiting on (Note [No release during collectives] in release_gate.h).
     case DeviceType::kCPUPinned:
       return std::make_unique<PooledAllocator>(
-          ctx, real_gpus_ ? make_cuda_pinned_memory() : make_host_memory(), default_limit_);
+          ctx, real_gpus_ ? make_cuda_pinned_memory() : make_host_memory(), default_limit_,
+          /*max_cached_block=*/0, &ReleaseGate::process());
     case DeviceType::kGPU: {
       const GpuInfo& info = Engine::get().gpus()[static_cast<std::size_t>(ctx.index)];
       return std::make_unique<PooledAllocator>(
           ctx, info.simulated ? make_host_memory(info.total_memory) : make_cuda_memory(ctx.index),
-          default_limit_);
+          default_limit_, /*max_cached_block=*/0, &ReleaseGate::process());
     }
   }
   throw_error<DeviceError>("{}: unknown device type", ctx.str());

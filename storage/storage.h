@@ -25,7 +25,10 @@ namespace tagflow {
 
 /// Memory figures of `ctx`. Throws DeviceError for a device that does not exist.
 MemoryStats memory_stats(Context ctx);
-/// Returns the cached blocks of `ctx` to the device (nothing to do on cpu(i)).
+/// Returns the cached blocks of `ctx` to the device. On a GPU, or pinned
+/// memory, while NCCL collectives are in flight, returns at once and the
+/// blocks go back once the last of them has ended (Note [No release during
+/// collectives] in storage/detail/release_gate.h).
 void empty_cache(Context ctx);
 /// Bytes `ctx` may hold, in use plus cached; 0 removes the limit. The
 /// default comes from TAGFLOW_MEMORY_LIMIT.

@@ -146,9 +146,8 @@ std::vector<ncclComm_t> init_ranks(const std::vector<Context>& gpus, int nranks,
         cuda_failure(restored, "cudaSetDevice (restoring the current device)", gpu(saved_device));
   }
   if (!failure.empty()) {
-    for (ncclComm_t comm : comms) {
-      if (comm != nullptr) ncclCommAbort(comm);  // best effort: the set-up already failed
-    }
+    // Best effort: the set-up already failed.
+    abort_nccl_communicators(comms, fmt::format("NCCL ranks {}.. of {}", first, nranks));
     detail::throw_error<DeviceError>("NcclAggregator: {}", failure);
   }
   return comms;
@@ -225,7 +224,9 @@ NcclAggregator::~NcclAggregator() {
     }
     engine.delete_var(v);
   }
-  comms_->monitor->close();  // joins the thread; frees the communicators unless aborted
+  // Finalises the communicators together and frees them, unless aborted
+  // (Note [Ending the communicators] in nn/dist/detail/nccl_monitor.h).
+  comms_->monitor->close();
 }
 
 bool NcclAggregator::broken() const { return comms_->monitor->broken(); }

@@ -38,12 +38,21 @@
 // Note [NCCL failures and timeouts]
 // NCCL kernels wait on the device for their peers: a process that dies, or
 // stops issuing, leaves the others' kernels (and whatever waits for them,
-// such as the next loss) waiting for ever. So after each collective is
-// enqueued, an event recorded on the stream goes to a thread the aggregator
-// owns (nn/dist/detail/nccl_monitor.h), which looks every 50 ms at:
-//  - the events: a finished collective is forgotten; one still running
-//    `timeout_seconds` after it was issued (or an NCCL call that has not
-//    returned by then) is a timeout;
+// such as the next loss) waiting for ever. So each collective is enqueued
+// between two events recorded on its stream, which go to a thread the
+// aggregator owns (nn/dist/detail/nccl_monitor.h); every 50 ms it looks at:
+//  - the events: once the one before the collective has completed, the
+//    stream has reached the collective and its clock starts (as seen at
+//    that look, so up to 50 ms late); once the one after has completed, the
+//    collective is forgotten. A collective still running `timeout_seconds`
+//    after its stream reached it, or an NCCL call (issuing one, finalising
+//    the communicators) that has not returned `timeout_seconds` after it
+//    began, is a timeout. A healthy collective queued behind long compute
+//    is not: its clock has not started. It still counts the wait for peers
+//    whose streams reach their part later (other GPUs, other processes):
+//    small in data-parallel training, where every rank runs the same step.
+//    The timing itself is CollectiveWatch (nn/dist/detail/collective_watch.h),
+//    tested on a fake clock;
 //  - ncclCommGetAsyncError of every communicator (network failures, a peer
 //    that reported an error).
 // On a timeout or an error it aborts every communicator (ncclCommAbort,
@@ -53,11 +62,11 @@
 // NCCL, so do later allreduce() and broadcast() calls, at once, and the
 // destructor no longer waits. The other processes time out or see the abort
 // as an error in turn; the program should then end, and end the job
-// (MpiCommunicator::abort). The timeout counts from the moment a collective
-// is issued, so it also covers compute queued on the stream ahead of it:
-// keep it well above a step's length. Setting the communicators up
-// (ncclCommInitRank) is not watched: a process that fails before it leaves
-// the others waiting there.
+// (MpiCommunicator::abort). Setting the communicators up (ncclCommInitRank)
+// is not watched: a process that fails before it leaves the others waiting
+// there. Until its end is seen, each collective is counted on storage's
+// ReleaseGate, so that no device memory is released meanwhile (Note [No
+// release during collectives] in storage/detail/release_gate.h).
 // This file was compiled against NCCL but has not run on a GPU: the machines
 // that build tagflow have none. Simulated GPUs use DeviceAggregator.
 
@@ -79,8 +88,8 @@ class ProcessGroup;
 class NcclAggregator final : public GradientAggregator {
  public:
   /// A clique over `gpus` (distinct real GPUs, at least one), in this
-  /// process. A collective still running `timeout_seconds` (> 0) after it
-  /// was issued aborts the clique (Note [NCCL failures and timeouts]).
+  /// process. A collective still running `timeout_seconds` (> 0) after its
+  /// stream reached it aborts the clique (Note [NCCL failures and timeouts]).
   /// Throws DeviceError when the build has no NCCL, a device is not a real
   /// GPU, or NCCL cannot set the communicators up; tagflow::Error for a bad
   /// timeout.
@@ -96,9 +105,11 @@ class NcclAggregator final : public GradientAggregator {
   /// the GPU counts or NCCL's id.
   NcclAggregator(const std::vector<Context>& local_gpus, std::shared_ptr<ProcessGroup> processes,
                  double timeout_seconds = 120);
-  /// Waits for the collectives in flight (bounded by the timeout), then frees
-  /// the communicators; on a broken aggregator waits for nothing (they were
-  /// aborted). Joins the monitoring thread.
+  /// Waits for the collectives in flight (bounded by the timeout), then
+  /// finalises the communicators together and frees them (Note [Ending the
+  /// communicators] in nn/dist/detail/nccl_monitor.h); on a broken
+  /// aggregator waits for nothing (they were aborted). Joins the
+  /// monitoring thread.
   ~NcclAggregator() override;
   NcclAggregator(const NcclAggregator&) = delete;
   NcclAggregator& operator=(const NcclAggregator&) = delete;

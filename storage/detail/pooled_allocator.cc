@@ -18,8 +18,9 @@ std::uint64_t PooledAllocator::size_class(std::uint64_t bytes) {
 }
 
 PooledAllocator::PooledAllocator(Context ctx, std::unique_ptr<DeviceMemory> memory,
-                                 std::uint64_t limit, std::uint64_t max_cached_block)
-    : ctx_(ctx), memory_(std::move(memory)), max_cached_block_(max_cached_block) {
+                                 std::uint64_t limit, std::uint64_t max_cached_block,
+                                 ReleaseGate* gate)
+    : ctx_(ctx), memory_(std::move(memory)), max_cached_block_(max_cached_block), gate_(gate) {
   stats_.limit = limit;
   stats_.capacity = memory_->capacity();
 }
@@ -35,6 +36,7 @@ std::size_t PooledAllocator::class_index(std::uint64_t size) {
 }
 
 PooledAllocator::~PooledAllocator() {
+  if (gate_ != nullptr) gate_->forget(*this);
   // Blocks still in use belong to arrays that outlive the allocator (a
   // process exiting); only the cache is ours to return.
   release_cache();
@@ -72,12 +74,15 @@ MemoryBlock PooledAllocator::allocate_block(std::uint64_t bytes) {
 MemoryBlock PooledAllocator::allocate_from_device(std::uint64_t bytes, std::uint64_t size) {
   std::lock_guard slow(device_mutex_);
   void* data = try_device_allocation(size);
+  std::size_t kept_by = 0;  // collectives in flight that kept the cache
   if (data == nullptr) {
-    release_cache();
-    data = try_device_allocation(size);
+    // Not waiting for them: this thread may be one a collective waits for
+    // (Note [No release during collectives] in release_gate.h).
+    kept_by = release_cache_unless_collectives();
+    if (kept_by == 0) data = try_device_allocation(size);
   }
   std::lock_guard lock(lock_);
-  if (data == nullptr) throw OutOfMemoryError(ctx_, bytes, stats_);
+  if (data == nullptr) throw OutOfMemoryError(ctx_, bytes, stats_, kept_by);
   ++stats_.allocations;
   ++stats_.device_allocations;
   stats_.peak = std::max(stats_.peak, stats_.in_use);
@@ -123,6 +128,18 @@ void PooledAllocator::release(MemoryBlock block) noexcept {
     } catch (...) {  // no memory for the list itself: hand the block back instead
     }
   }
+  if (gate_ != nullptr) {
+    try {
+      const std::size_t kept_by =
+          gate_->release_or_defer(*this, [&] { memory_->release(block.data, block.size); });
+      std::lock_guard lock(lock_);
+      if (kept_by != 0) held_.push_back({block.data, block.size});  // counted as cached
+      stats_.in_use -= block.size;
+      if (kept_by != 0) stats_.cached += block.size;
+      return;
+    } catch (...) {  // no memory to hold the block: it goes back now, as ungated
+    }
+  }
   memory_->release(block.data, block.size);
   std::lock_guard lock(lock_);
   stats_.in_use -= block.size;
@@ -130,11 +147,14 @@ void PooledAllocator::release(MemoryBlock block) noexcept {
 
 void PooledAllocator::release_cache() {
   std::array<std::vector<void*>, kClasses> taken;
+  std::vector<HeldBlock> held;
   {
     std::lock_guard lock(lock_);
     taken.swap(free_lists_);
+    held.swap(held_);
     stats_.cached = 0;
   }
+  for (const HeldBlock& block : held) memory_->release(block.data, block.size);
   for (std::size_t index = 0; index < kClasses; ++index) {
     if (taken[index].empty()) continue;
     const std::uint64_t size = index == 0 ? 512 : [&] {
@@ -145,9 +165,26 @@ void PooledAllocator::release_cache() {
   }
 }
 
-void PooledAllocator::empty_cache() {
+std::size_t PooledAllocator::release_cache_unless_collectives() {
+  {
+    std::lock_guard lock(lock_);
+    if (stats_.cached == 0) return 0;  // nothing to release, nothing to put off
+  }
+  if (gate_ == nullptr) {
+    release_cache();
+    return 0;
+  }
+  return gate_->release_or_defer(*this, [this] { release_cache(); });
+}
+
+void PooledAllocator::release_deferred() noexcept {
   std::lock_guard slow(device_mutex_);
   release_cache();
+}
+
+void PooledAllocator::empty_cache() {
+  std::lock_guard slow(device_mutex_);
+  (void)release_cache_unless_collectives();
 }
 
 MemoryStats PooledAllocator::stats() const {

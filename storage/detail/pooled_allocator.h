@@ -22,9 +22,13 @@
 // device work included (Engine::delete_var's deleter), so a cached block can
 // go to any stream. When the device (or the limit) cannot hold a new block,
 // the cache is returned to the device and the request retried once; then
-// OutOfMemoryError gives the device, the request and the figures.
+// OutOfMemoryError gives the device, the request and the figures. An
+// allocator given a ReleaseGate returns nothing to the device while a
+// collective is in flight (Note [No release during collectives] in
+// release_gate.h).
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -34,15 +38,20 @@
 #include "engine/detail/spin_lock.h"
 #include "storage/allocator.h"
 #include "storage/detail/device_memory.h"
+#include "storage/detail/release_gate.h"
 
 namespace tagflow::detail {
 
-class PooledAllocator final : public Allocator {
+class PooledAllocator final : public Allocator, private ReleaseGate::Client {
  public:
   /// Blocks larger than `max_cached_block` bytes (0: no bound) are not
-  /// cached: they come from the device sized to 64 bytes and go back on release.
+  /// cached: they come from the device sized to 64 bytes and go back on
+  /// release. With a `gate`, memory goes back to the device only while it
+  /// counts no collective in flight (Note [No release during collectives]).
   PooledAllocator(Context ctx, std::unique_ptr<DeviceMemory> memory, std::uint64_t limit,
-                  std::uint64_t max_cached_block = 0);
+                  std::uint64_t max_cached_block = 0, ReleaseGate* gate = nullptr);
+  /// Returns the cache, and the blocks whose release was put off, to the
+  /// device whatever the gate counts: the device's memory goes with it.
   ~PooledAllocator() override;
 
   MemoryBlock allocate(std::uint64_t bytes) override;
@@ -73,8 +82,20 @@ class PooledAllocator final : public Allocator {
   /// there is no room (the reservation is then undone).
   void* try_device_allocation(std::uint64_t size);
   /// Takes every cached block out (under `lock_`), then returns them to the
-  /// device.
+  /// device. Callers hold `device_mutex_`, and the gate's permission.
   void release_cache();
+  /// release_cache() when the gate allows it (0), else put off until the
+  /// last collective in flight ends: the number in flight. Callers hold
+  /// `device_mutex_`.
+  std::size_t release_cache_unless_collectives();
+  /// The gate's call once the last collective in flight has ended.
+  void release_deferred() noexcept override;
+
+  /// A block not cached whose release waits for the collectives in flight.
+  struct HeldBlock {
+    void* data;
+    std::uint64_t size;
+  };
 
   Context ctx_;
   std::unique_ptr<DeviceMemory> memory_;
@@ -86,7 +107,11 @@ class PooledAllocator final : public Allocator {
   /// never across a call to the device.
   mutable SpinLock lock_;
   std::array<std::vector<void*>, kClasses> free_lists_;
+  /// Blocks too large to cache, released while collectives were in flight:
+  /// counted as cached, and returned with the cache.
+  std::vector<HeldBlock> held_;
   MemoryStats stats_;
+  ReleaseGate* gate_;
 };
 
 }  // namespace tagflow::detail

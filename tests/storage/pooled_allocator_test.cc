@@ -1,10 +1,12 @@
 // PooledAllocator on a counting device: size classes, reuse without device
-// allocations, statistics computed by hand, the out-of-memory path, and
-// concurrent use.
+// allocations, statistics computed by hand, the out-of-memory path,
+// concurrent use, and nothing going back to the device while a gate counts
+// collectives in flight (Note [No release during collectives]).
 
 #include "storage/detail/pooled_allocator.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -13,10 +15,15 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/engine/watchdog.h"
+
 namespace tagflow::detail {
 namespace {
 
-/// Host memory that counts what it hands out and can run out.
+using namespace std::chrono_literals;
+
+/// Host memory that counts what it hands out and can run out. Given a gate,
+/// it also counts the releases made while the gate had collectives in flight.
 class CountingMemory final : public DeviceMemory {
  public:
   struct Counters {
@@ -24,6 +31,8 @@ class CountingMemory final : public DeviceMemory {
     std::atomic<int> released{0};
     std::atomic<std::uint64_t> held{0};
     std::uint64_t capacity = 0;  // 0: unlimited
+    const ReleaseGate* gate = nullptr;
+    std::atomic<int> released_during_collectives{0};
   };
   explicit CountingMemory(Counters& c) : c_(c) {}
   void* allocate(std::uint64_t bytes) override {
@@ -33,6 +42,9 @@ class CountingMemory final : public DeviceMemory {
     return std::aligned_alloc(64, (bytes + 63) / 64 * 64);
   }
   void release(void* data, std::uint64_t bytes) noexcept override {
+    if (c_.gate != nullptr && c_.gate->collectives_in_flight() != 0) {
+      ++c_.released_during_collectives;
+    }
     ++c_.released;
     c_.held -= bytes;
     std::free(data);
@@ -187,6 +199,144 @@ TEST(PooledAllocatorTest, ManyThreadsAllocateAndReleaseConcurrently) {
   EXPECT_EQ(s.in_use, 0u);
   EXPECT_EQ(s.allocations, static_cast<std::uint64_t>(kThreads) * 2000u);
   EXPECT_LT(s.device_allocations, s.allocations / 10) << "the pool must serve most requests";
+}
+
+TEST(PooledAllocatorTest, EmptyCacheWaitsForNoCollectiveAndReleasesOnceTheLastEnds) {
+  testing::run_with_timeout(10s, [] {
+    ReleaseGate gate;
+    CountingMemory::Counters counters;
+    counters.gate = &gate;
+    PooledAllocator pool(gpu(0), std::make_unique<CountingMemory>(counters), 0, 0, &gate);
+    std::vector<MemoryBlock> blocks;
+    for (int i = 0; i < 4; ++i) blocks.push_back(pool.allocate(3000));  // class 3072
+    for (const MemoryBlock& b : blocks) pool.release(b);
+    gate.collective_began();
+    gate.collective_began();
+    pool.empty_cache();  // returns at once
+    EXPECT_EQ(counters.released.load(), 0);
+    EXPECT_EQ(pool.stats().cached, 4u * 3072u);
+    MemoryBlock reused = pool.allocate(3000);  // the cache still serves
+    EXPECT_EQ(counters.allocated.load(), 4);
+    gate.collective_ended();
+    EXPECT_EQ(counters.released.load(), 0) << "a collective is still in flight";
+    gate.collective_ended();
+    EXPECT_EQ(counters.released.load(), 3) << "the cache goes back once the last one ended";
+    EXPECT_EQ(pool.stats().cached, 0u);
+    EXPECT_EQ(pool.stats().in_use, 3072u);
+    pool.release(reused);
+    pool.empty_cache();  // no collective in flight: at once
+    EXPECT_EQ(counters.released.load(), 4);
+    EXPECT_EQ(counters.held.load(), 0u);
+    EXPECT_EQ(counters.released_during_collectives.load(), 0);
+  });
+}
+
+TEST(PooledAllocatorTest, OutOfMemoryKeepsTheCacheWhileACollectiveIsInFlightAndSaysSo) {
+  testing::run_with_timeout(10s, [] {
+    ReleaseGate gate;
+    CountingMemory::Counters counters;
+    counters.capacity = 1 << 20;  // a 1 MiB device
+    counters.gate = &gate;
+    PooledAllocator pool(gpu(1), std::make_unique<CountingMemory>(counters), 0, 0, &gate);
+    MemoryBlock big = pool.allocate(600 * 1024);
+    pool.release(big);  // cached: the device is still 600 KiB full
+    gate.collective_began();
+    try {
+      (void)pool.allocate(700 * 1024);  // needs the cache back: refused, not waited for
+      ADD_FAILURE() << "expected OutOfMemoryError";
+    } catch (const OutOfMemoryError& e) {
+      EXPECT_EQ(e.collectives_in_flight(), 1u);
+      EXPECT_EQ(e.stats().cached, big.size);
+      const std::string text = e.what();
+      EXPECT_NE(text.find("out of memory on gpu(1): tried to allocate 700.0 KiB"),
+                std::string::npos)
+          << text;
+      EXPECT_NE(text.find("640.0 KiB cached (kept: 1 collective in flight"), std::string::npos)
+          << text;
+    }
+    EXPECT_EQ(counters.released.load(), 0);
+    EXPECT_EQ(pool.stats().cached, big.size);
+    gate.collective_ended();  // the failed request put the release off until now
+    EXPECT_EQ(counters.released.load(), 1);
+    EXPECT_EQ(pool.stats().cached, 0u);
+    MemoryBlock other = pool.allocate(700 * 1024);
+    EXPECT_NE(other.data, nullptr);
+    pool.release(other);
+    EXPECT_EQ(counters.released_during_collectives.load(), 0);
+  });
+}
+
+TEST(PooledAllocatorTest, UncachedBlocksAreHeldWhileACollectiveIsInFlight) {
+  ReleaseGate gate;
+  CountingMemory::Counters counters;
+  counters.gate = &gate;
+  PooledAllocator pool(gpu(0), std::make_unique<CountingMemory>(counters), 0,
+                       /*max_cached_block=*/4096, &gate);
+  MemoryBlock large = pool.allocate(10000);  // not cached: sized to 64 bytes
+  EXPECT_EQ(large.size, 10048u);
+  gate.collective_began();
+  pool.release(large);
+  EXPECT_EQ(counters.released.load(), 0);
+  EXPECT_EQ(pool.stats().in_use, 0u);
+  EXPECT_EQ(pool.stats().cached, 10048u) << "held blocks count as cached";
+  gate.collective_ended();
+  EXPECT_EQ(counters.released.load(), 1);
+  EXPECT_EQ(pool.stats().cached, 0u);
+  MemoryBlock again = pool.allocate(10000);
+  pool.release(again);  // nothing in flight: straight back
+  EXPECT_EQ(counters.released.load(), 2);
+  EXPECT_EQ(counters.released_during_collectives.load(), 0);
+}
+
+// Threads allocate from a small device (so requests often need the cache
+// back) and empty the cache while another thread begins and ends
+// collectives: no block goes back while one is in flight, nothing is lost,
+// and the cache is empty once the last one has ended.
+TEST(PooledAllocatorTest, NoReleaseOverlapsACollectiveUnderConcurrentUse) {
+  testing::run_with_timeout(60s, [] {
+    ReleaseGate gate;
+    CountingMemory::Counters counters;
+    counters.capacity = 256 * 1024;
+    counters.gate = &gate;
+    PooledAllocator pool(gpu(0), std::make_unique<CountingMemory>(counters), 0, 0, &gate);
+    std::atomic<bool> stop{false};
+    std::atomic<int> refused{0};
+    std::thread collectives([&] {
+      while (!stop) {
+        gate.collective_began();
+        std::this_thread::sleep_for(200us);
+        gate.collective_ended();
+        std::this_thread::sleep_for(100us);
+      }
+    });
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < 20000; ++i) {
+          const std::uint64_t bytes =
+              512 + static_cast<std::uint64_t>((i * 7919 + t * 104729) % (48 * 1024));
+          try {
+            MemoryBlock b = pool.allocate(bytes);
+            static_cast<char*>(b.data)[bytes - 1] = 1;
+            pool.release(b);
+          } catch (const OutOfMemoryError& e) {
+            if (e.collectives_in_flight() != 0) ++refused;
+          }
+          if (i % 100 == t) pool.empty_cache();
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    stop = true;
+    collectives.join();
+    EXPECT_EQ(counters.released_during_collectives.load(), 0);
+    EXPECT_EQ(gate.collectives_in_flight(), 0u);
+    EXPECT_EQ(pool.stats().in_use, 0u);
+    pool.empty_cache();
+    EXPECT_EQ(pool.stats().cached, 0u);
+    EXPECT_EQ(counters.held.load(), 0u) << "every block went back to the device";
+    RecordProperty("refused_for_collectives", refused.load());
+  });
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Storage over the process-wide engine (two simulated GPUs): which devices
 // exist and the error for one that does not, host alignment and limits,
-// memory returned only after the operations using it have finished, and
-// the TAGFLOW_MEMORY_LIMIT setting.
+// memory returned only after the operations using it have finished, which
+// devices keep their cache while collectives are in flight, and the
+// TAGFLOW_MEMORY_LIMIT setting.
 
 #include "storage/storage.h"
 
@@ -10,11 +11,14 @@
 #include <cstdint>
 #include <cstdlib>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "engine/engine.h"
 #include "engine/stream.h"
+#include "storage/detail/release_gate.h"
+#include "tests/engine/watchdog.h"
 
 namespace tagflow {
 namespace {
@@ -122,6 +126,34 @@ TEST(StorageTest, PooledDevicesReuseTheirBlocks) {
   pool.release(b);
   empty_cache(gpu(0));
   EXPECT_EQ(memory_stats(gpu(0)).cached, 0u);
+}
+
+// Note [No release during collectives]: GPUs (simulated ones too) and
+// pinned memory keep their cache while the process gate counts a
+// collective in flight; cpu(i) memory goes back at once.
+TEST(StorageTest, GpuAndPinnedCachesGoBackOnlyOnceNoCollectiveIsInFlight) {
+  testing::run_with_timeout(10s, [] {
+    detail::ReleaseGate& gate = detail::ReleaseGate::process();
+    const Context host = cpu(8);  // a device no other test uses
+    std::vector<Context> gated = {gpu(0), gpu(1), cpu_pinned(0)};
+    for (Context ctx : gated) {
+      detail::Allocator& allocator = Storage::get().allocator(ctx);
+      allocator.release(allocator.allocate(70000));
+    }
+    detail::Allocator& host_allocator = Storage::get().allocator(host);
+    host_allocator.release(host_allocator.allocate(70000));
+    gate.collective_began();
+    for (Context ctx : gated) {
+      empty_cache(ctx);  // returns at once
+      EXPECT_GE(memory_stats(ctx).cached, 70000u) << ctx << ": released during a collective";
+    }
+    empty_cache(host);
+    EXPECT_EQ(memory_stats(host).cached, 0u) << "host memory waits for no device";
+    gate.collective_ended();
+    for (Context ctx : gated) {
+      EXPECT_EQ(memory_stats(ctx).cached, 0u) << ctx << ": kept after the collective ended";
+    }
+  });
 }
 
 TEST(StorageTest, MemoryLimitIsReadFromTheEnvironment) {

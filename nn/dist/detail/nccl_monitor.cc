@@ -10,34 +10,104 @@
 #include "engine/detail/cuda_check.h"
 #include "engine/error.h"
 #include "nn/dist/communication_error.h"
+#include "storage/detail/release_gate.h"
 
 namespace tagflow::dist {
 
 namespace {
 
+using ::tagflow::detail::ReleaseGate;
+
 /// How often the watching thread looks at the collectives in flight: well
 /// below any sensible timeout, and rare enough to cost nothing.
 constexpr auto kPollInterval = std::chrono::milliseconds(50);
+/// How often close() asks whether a finalisation has finished.
+constexpr auto kFinalizePollInterval = std::chrono::milliseconds(1);
 
-double seconds(NcclMonitor::Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double seconds(CollectiveWatch::Seconds s) { return s.count(); }
+
+std::string nccl_failure(const char* call, ncclResult_t status) {
+  return fmt::format("{} failed: {} (NCCL error {})", call, ncclGetErrorString(status),
+                     static_cast<int>(status));
+}
+
+/// Creates `event` and records it on `stream`; an empty string, or what
+/// failed (the event is then null).
+std::string record_event(cudaEvent_t& event, cudaStream_t stream, const char* when) {
+  cudaError_t status = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+  if (status == cudaSuccess) {
+    status = cudaEventRecord(event, stream);
+    if (status != cudaSuccess) {
+      cudaEventDestroy(event);  // the record's error is the one to report
+      event = nullptr;
+    }
+  } else {
+    event = nullptr;
+  }
+  if (status == cudaSuccess) return {};
+  return fmt::format("recording an event {} it failed: {}", when,
+                     ::tagflow::detail::cuda_status(status));
+}
+
+void destroy_events(cudaEvent_t& reached, cudaEvent_t& done) noexcept {
+  // An event may be destroyed before it completes: CUDA frees it then.
+  if (reached != nullptr) cudaEventDestroy(reached);
+  if (done != nullptr) cudaEventDestroy(done);
+  reached = nullptr;
+  done = nullptr;
+}
 
 }  // namespace
+
+void abort_nccl_communicators(std::span<const ncclComm_t> comms,
+                              const std::string& where) noexcept {
+  const auto warn = [&where](const char* call, ncclResult_t status) noexcept {
+    try {
+      spdlog::warn("NcclAggregator ({}): {}", where, nccl_failure(call, status));
+    } catch (...) {  // out of memory for the message: the abort went on regardless
+    }
+  };
+  const auto live =
+      std::count_if(comms.begin(), comms.end(), [](ncclComm_t comm) { return comm != nullptr; });
+  // Note [Aborting without racing a call]: together, where NCCL can.
+  bool grouped = false;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 22, 0)
+  if (live > 1) {
+    const ncclResult_t status = ncclGroupStart();
+    grouped = status == ncclSuccess;
+    if (!grouped) warn("ncclGroupStart (aborting one communicator after the other)", status);
+  }
+#else
+  (void)live;
+#endif
+  for (ncclComm_t comm : comms) {
+    if (comm == nullptr) continue;
+    const ncclResult_t status = ncclCommAbort(comm);
+    if (status != ncclSuccess) warn("ncclCommAbort", status);
+  }
+  if (grouped) {
+    const ncclResult_t status = ncclGroupEnd();
+    if (status != ncclSuccess) warn("ncclGroupEnd after ncclCommAbort", status);
+  }
+}
 
 NcclMonitor::NcclMonitor(std::vector<ncclComm_t> comms, std::vector<Context> devices,
                          std::string where, double timeout_seconds)
     : comms_(std::move(comms)),
       devices_(std::move(devices)),
       where_(std::move(where)),
-      timeout_(timeout_seconds),
       freed_(comms_.size(), false),
-      issuing_(comms_.size()) {
+      busy_(comms_.size()),
+      watch_(CollectiveWatch::Seconds(timeout_seconds)) {
   TAGFLOW_CHECK(comms_.size() == devices_.size() && !comms_.empty(),
                 "NcclMonitor: expected one communicator per GPU, got {} for {} GPUs", comms_.size(),
                 devices_.size());
   try {
     thread_ = std::thread([this] { watch(); });
   } catch (...) {
-    for (ncclComm_t comm : comms_) ncclCommDestroy(comm);  // nothing was issued on them
+    // Nothing was issued on them; aborting frees them without waiting for
+    // the other ranks, as a destroy would.
+    abort_nccl_communicators(comms_, where_);
     throw;
   }
 }
@@ -47,7 +117,6 @@ NcclMonitor::~NcclMonitor() { close(); }
 void NcclMonitor::issue(cudaStream_t stream, const NcclCollective& collective) {
   const auto local = static_cast<std::size_t>(collective.local);
   assert(local < comms_.size());
-  Clock::time_point since;
   {
     const std::lock_guard lock(mutex_);
     if (broken_ || closed_) {
@@ -55,53 +124,90 @@ void NcclMonitor::issue(cudaStream_t stream, const NcclCollective& collective) {
           "NcclAggregator: {} not issued: {}", describe(collective),
           broken_ ? reason_ : std::string("the aggregator was destroyed"));
     }
-    since = Clock::now();
-    issuing_[local] = {.active = true, .since = since, .collective = collective};
+    busy_[local] = {.active = true, .finalizing = false, .collective = collective};
   }
-  // Outside the mutex: the call may block until the other ranks have made
-  // theirs, and the other GPUs of this process are among them.
-  const NcclCollective& c = collective;
-  const ncclResult_t status =
-      c.kind == NcclCollective::kAllreduce
-          ? ncclAllReduce(c.buffer, c.buffer, c.count, c.type, ncclSum, comms_[local], stream)
-          : ncclBroadcast(c.buffer, c.buffer, c.count, c.type, /*root=*/0, comms_[local], stream);
+  // Outside the mutex from here to the end of the NCCL call: the gate may
+  // wait for a release of memory, and the call may block until the other
+  // ranks have made theirs, the other GPUs of this process among them.
   std::string failure;
-  cudaEvent_t event = nullptr;
-  if (status != ncclSuccess) {
-    failure = fmt::format("{} failed: {} (NCCL error {})",
-                          c.kind == NcclCollective::kAllreduce ? "ncclAllReduce" : "ncclBroadcast",
-                          ncclGetErrorString(status), static_cast<int>(status));
-  } else {
-    cudaError_t cuda = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
-    if (cuda == cudaSuccess) {
-      cuda = cudaEventRecord(event, stream);
-      if (cuda != cudaSuccess) {
-        cudaEventDestroy(event);  // the record's error is the one to report
-        event = nullptr;
-      }
-    }
-    if (cuda != cudaSuccess) {
-      failure = "recording an event after it failed: " + ::tagflow::detail::cuda_status(cuda);
-    }
+  bool counted = false;  // on the ReleaseGate
+  try {
+    ReleaseGate::process().collective_began();
+    counted = true;
+  } catch (const std::exception& e) {
+    failure = fmt::format("counting it in flight failed: {}", e.what());
   }
+  bool issued = false;
   {
     const std::lock_guard lock(mutex_);
-    issuing_[local].active = false;
     if (failure.empty() && !broken_ && !closed_) {
-      in_flight_.push_back({.event = event, .issued = since, .collective = collective});
-      event = nullptr;
-    }
-    if (!failure.empty()) {
-      // This rank did not take part: the others would wait for it for ever.
-      break_locked(fmt::format("{}: {}", describe(collective), failure));
-    } else if (broken_ || closed_) {
-      abort_idle_locked();  // this one (Note [Aborting without racing a call])
+      watch_.call_began(local, Clock::now());
+      issued = true;
     }
   }
-  if (event != nullptr) cudaEventDestroy(event);  // not watched: the clique broke meanwhile
+  cudaEvent_t reached = nullptr;
+  cudaEvent_t done = nullptr;
+  if (issued) {
+    failure = record_event(reached, stream, "before");
+    if (failure.empty()) {
+      const NcclCollective& c = collective;
+      const ncclResult_t status =
+          c.kind == NcclCollective::kAllreduce
+              ? ncclAllReduce(c.buffer, c.buffer, c.count, c.type, ncclSum, comms_[local], stream)
+              : ncclBroadcast(c.buffer, c.buffer, c.count, c.type, /*root=*/0, comms_[local],
+                              stream);
+      if (status != ncclSuccess) {
+        failure = nccl_failure(
+            c.kind == NcclCollective::kAllreduce ? "ncclAllReduce" : "ncclBroadcast", status);
+      } else {
+        failure = record_event(done, stream, "after");
+      }
+    }
+  }
+  Aftermath after;
+  bool watched = false;
+  std::string broke;
+  {
+    const std::lock_guard lock(mutex_);
+    busy_[local].active = false;
+    watch_.call_ended(local);
+    if (issued && failure.empty() && !broken_ && !closed_) {
+      try {
+        const std::uint64_t id = watch_.enqueued(Clock::now());
+        try {
+          in_flight_.push_back(
+              {.reached = reached, .done = done, .id = id, .collective = collective});
+        } catch (...) {
+          watch_.finished(id);
+          throw;
+        }
+        watched = true;
+        reached = nullptr;
+        done = nullptr;
+      } catch (const std::exception& e) {
+        failure = fmt::format("watching it failed: {}", e.what());
+      }
+    }
+    if (!watched && counted) after.ended = 1;  // ended now, or by the abort below
+    if (!failure.empty()) {
+      // This rank did not take part, or is not watched: the others would
+      // wait for it for ever.
+      break_locked(fmt::format("{}: {}", describe(collective), failure), after);
+    } else if (broken_ || closed_) {
+      take_idle_locked(after);  // this one (Note [Aborting without racing a call])
+      broke = broken_ ? reason_ : std::string("the aggregator was destroyed");
+    }
+  }
+  destroy_events(reached, done);  // not watched: the clique broke
+  carry_out(after);
   if (!failure.empty()) {
     ::tagflow::detail::throw_error<DeviceError>("NcclAggregator: {}: {}", describe(collective),
                                                 failure);
+  }
+  if (!watched) {
+    ::tagflow::detail::throw_error<CommunicationError>("NcclAggregator: {} was {}: {}",
+                                                       describe(collective),
+                                                       issued ? "aborted" : "not issued", broke);
   }
 }
 
@@ -116,21 +222,103 @@ std::string NcclMonitor::reason() const {
 }
 
 void NcclMonitor::close() {
+  bool finalize = false;
+  Aftermath after;
   {
     const std::lock_guard lock(mutex_);
     if (closed_) return;
     closed_ = true;
+    if (!broken_) {
+      const auto inside =
+          std::find_if(busy_.begin(), busy_.end(), [](const Busy& busy) { return busy.active; });
+      if (inside != busy_.end()) {
+        break_locked(fmt::format("the aggregator was destroyed while {} was being issued",
+                                 describe(inside->collective)),
+                     after);
+      } else {
+        const Clock::time_point now = Clock::now();
+        for (std::size_t i = 0; i < comms_.size(); ++i) {
+          busy_[i] = {.active = true, .finalizing = true, .collective = {}};
+          watch_.call_began(i, now);
+        }
+        finalize = true;
+      }
+    }
+  }
+  carry_out(after);
+  if (finalize) finalize_and_destroy();  // the watching thread still times it
+  {
+    const std::lock_guard lock(mutex_);
     stopping_ = true;
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
-  const std::lock_guard lock(mutex_);
-  for (const InFlight& f : in_flight_) cudaEventDestroy(f.event);
-  in_flight_.clear();
-  if (broken_) return;  // aborted, which freed them (or issue() will, as it leaves)
+  // The collectives still listed have ended: finalised, or aborted.
+  Aftermath rest;
+  {
+    const std::lock_guard lock(mutex_);
+    for (InFlight& f : in_flight_) destroy_events(f.reached, f.done);
+    rest.ended = in_flight_.size();
+    in_flight_.clear();
+    watch_.clear_collectives();
+  }
+  carry_out(rest);
+}
+
+void NcclMonitor::finalize_and_destroy() {
+  std::string failure;
+  if (const ncclResult_t status = ncclGroupStart(); status != ncclSuccess) {
+    failure = nccl_failure("ncclGroupStart", status);
+  } else {
+    for (std::size_t i = 0; i < comms_.size(); ++i) {
+      const ncclResult_t finalized = ncclCommFinalize(comms_[i]);
+      if (finalized != ncclSuccess && finalized != ncclInProgress && failure.empty()) {
+        failure = fmt::format("on {}: {}", devices_[i].str(),
+                              nccl_failure("ncclCommFinalize", finalized));
+      }
+    }
+    const ncclResult_t ended = ncclGroupEnd();  // closes the group whatever happened in it
+    if (ended != ncclSuccess && ended != ncclInProgress && failure.empty()) {
+      failure = nccl_failure("ncclGroupEnd after ncclCommFinalize", ended);
+    }
+  }
+  // Each reports ncclInProgress until it has finished (at once for blocking
+  // communicators, done when ncclGroupEnd returned).
+  for (std::size_t i = 0; i < comms_.size() && failure.empty(); ++i) {
+    for (;;) {
+      ncclResult_t state = ncclInProgress;
+      const ncclResult_t status = ncclCommGetAsyncError(comms_[i], &state);
+      if (status != ncclSuccess) state = status;
+      if (state == ncclSuccess) break;
+      if (state != ncclInProgress) {
+        failure = fmt::format("on {}: finalising reported {} (NCCL error {})", devices_[i].str(),
+                              ncclGetErrorString(state), static_cast<int>(state));
+        break;
+      }
+      if (broken()) break;  // timed out by the watching thread: aborted below
+      std::this_thread::sleep_for(kFinalizePollInterval);
+    }
+  }
+  Aftermath after;
+  bool destroy = false;
+  {
+    const std::lock_guard lock(mutex_);
+    for (std::size_t i = 0; i < comms_.size(); ++i) {
+      busy_[i].active = false;
+      watch_.call_ended(i);
+    }
+    if (!failure.empty()) {
+      break_locked("finalising the communicators: " + failure, after);
+    } else if (broken_) {
+      take_idle_locked(after);  // all of them: none was idle when it broke
+    } else {
+      std::fill(freed_.begin(), freed_.end(), true);
+      destroy = true;
+    }
+  }
+  carry_out(after);
+  if (!destroy) return;
   for (std::size_t i = 0; i < comms_.size(); ++i) {
-    if (freed_[i] || issuing_[i].active) continue;
-    freed_[i] = true;
     const ncclResult_t status = ncclCommDestroy(comms_[i]);
     if (status != ncclSuccess) {
       spdlog::warn("NcclAggregator ({}): ncclCommDestroy failed on {}: {} (NCCL error {})", where_,
@@ -144,82 +332,94 @@ void NcclMonitor::watch() {
   while (!stopping_) {
     wake_.wait_for(lock, kPollInterval, [this] { return stopping_; });
     if (stopping_ || broken_) continue;
+    Aftermath after;
     try {
-      poll_locked();
+      after.to_abort.reserve(comms_.size());
+      poll_locked(after);
     } catch (const std::exception& e) {  // formatting a message: out of memory
       spdlog::error("NcclAggregator ({}): watching the collectives failed: {}", where_, e.what());
     }
+    if (after.to_abort.empty() && after.ended == 0) continue;
+    lock.unlock();
+    carry_out(after);
+    lock.lock();
   }
 }
 
-void NcclMonitor::poll_locked() {
+void NcclMonitor::poll_locked(Aftermath& after) {
   const Clock::time_point now = Clock::now();
   for (auto it = in_flight_.begin(); it != in_flight_.end();) {
-    const cudaError_t status = cudaEventQuery(it->event);
-    if (status == cudaErrorNotReady) {
-      ++it;
+    cudaError_t status = cudaEventQuery(it->done);
+    if (status == cudaSuccess) {
+      watch_.finished(it->id);
+      destroy_events(it->reached, it->done);
+      it = in_flight_.erase(it);
+      ++after.ended;
       continue;
     }
-    if (status != cudaSuccess) {
-      return break_locked(fmt::format("{} failed on the device after {:.1f} s: {}",
-                                      describe(it->collective), seconds(now - it->issued),
-                                      ::tagflow::detail::cuda_status(status)));
+    if (status == cudaErrorNotReady && !watch_.has_started(it->id)) {
+      // Note [NCCL failures and timeouts]: its clock starts when its stream
+      // gets to it, seen at this poll.
+      status = cudaEventQuery(it->reached);
+      if (status == cudaSuccess) {
+        watch_.started(it->id, now);
+        status = cudaErrorNotReady;
+      }
     }
-    cudaEventDestroy(it->event);  // finished; a failure to free it cannot be acted on
-    it = in_flight_.erase(it);
+    if (status != cudaErrorNotReady) {
+      return break_locked(
+          fmt::format("{} failed on the device after {:.1f} s: {}", describe(it->collective),
+                      seconds(watch_.since_enqueued(it->id, now)),
+                      ::tagflow::detail::cuda_status(status)),
+          after);
+    }
+    ++it;
   }
-  const auto oldest =
-      std::min_element(in_flight_.begin(), in_flight_.end(),
-                       [](const InFlight& a, const InFlight& b) { return a.issued < b.issued; });
   for (std::size_t i = 0; i < comms_.size(); ++i) {
-    if (freed_[i] || issuing_[i].active) continue;  // Note [Aborting without racing a call]
+    if (freed_[i] || busy_[i].active) continue;  // Note [Aborting without racing a call]
     ncclResult_t error = ncclSuccess;
     const ncclResult_t status = ncclCommGetAsyncError(comms_[i], &error);
     if (status != ncclSuccess) error = status;
     if (error == ncclSuccess || error == ncclInProgress) continue;
+    const auto longest = watch_.longest(now);
     return break_locked(
-        fmt::format("NCCL reported {} (NCCL error {}) on {}; {}", ncclGetErrorString(error),
-                    static_cast<int>(error), devices_[i].str(),
-                    oldest == in_flight_.end()
-                        ? std::string("no collective was in flight")
-                        : fmt::format("{} had waited {:.1f} s", describe(oldest->collective),
-                                      seconds(now - oldest->issued))));
+        fmt::format(
+            "NCCL reported {} (NCCL error {}) on {}; {}", ncclGetErrorString(error),
+            static_cast<int>(error), devices_[i].str(),
+            longest ? describe_locked(*longest, now) : std::string("no collective was running")),
+        after);
   }
-  if (oldest != in_flight_.end() && now - oldest->issued > timeout_) {
-    return break_locked(fmt::format("{} has not finished after {:.1f} s (timeout {} s)",
-                                    describe(oldest->collective), seconds(now - oldest->issued),
-                                    timeout_.count()));
-  }
-  for (const Issuing& issuing : issuing_) {
-    if (issuing.active && now - issuing.since > timeout_) {
-      return break_locked(fmt::format(
-          "{} has been inside its NCCL call for {:.1f} s (timeout {} s)",
-          describe(issuing.collective), seconds(now - issuing.since), timeout_.count()));
-    }
+  if (const auto late = watch_.late(now)) {
+    return break_locked(
+        fmt::format("{} (timeout {} s)", describe_locked(*late, now), watch_.timeout().count()),
+        after);
   }
 }
 
-void NcclMonitor::break_locked(std::string reason) {
+void NcclMonitor::break_locked(std::string reason, Aftermath& after) {
   if (broken_) return;
   broken_ = true;
   reason_ = std::move(reason);
   spdlog::error("NcclAggregator ({}): {}; aborting its NCCL communicators", where_, reason_);
-  // Events may be destroyed before they complete: CUDA frees them then.
-  for (const InFlight& f : in_flight_) cudaEventDestroy(f.event);
+  for (InFlight& f : in_flight_) destroy_events(f.reached, f.done);
+  after.ended += in_flight_.size();  // once aborted
   in_flight_.clear();
-  abort_idle_locked();
+  watch_.clear_collectives();
+  take_idle_locked(after);
 }
 
-void NcclMonitor::abort_idle_locked() {
+void NcclMonitor::take_idle_locked(Aftermath& after) {
   for (std::size_t i = 0; i < comms_.size(); ++i) {
-    if (freed_[i] || issuing_[i].active) continue;
+    if (freed_[i] || busy_[i].active) continue;
     freed_[i] = true;  // ncclCommAbort frees it: never ncclCommDestroy after
-    const ncclResult_t status = ncclCommAbort(comms_[i]);
-    if (status != ncclSuccess) {
-      spdlog::warn("NcclAggregator ({}): ncclCommAbort failed on {}: {} (NCCL error {})", where_,
-                   devices_[i].str(), ncclGetErrorString(status), static_cast<int>(status));
-    }
+    after.to_abort.push_back(comms_[i]);
   }
+}
+
+void NcclMonitor::carry_out(const Aftermath& after) noexcept {
+  if (!after.to_abort.empty()) abort_nccl_communicators(after.to_abort, where_);
+  // Their kernels have ended: memory may go back to the devices again.
+  for (std::size_t i = 0; i < after.ended; ++i) ReleaseGate::process().collective_ended();
 }
 
 std::string NcclMonitor::describe(const NcclCollective& collective) const {
@@ -227,6 +427,25 @@ std::string NcclMonitor::describe(const NcclCollective& collective) const {
                      collective.kind == NcclCollective::kAllreduce ? "allreduce" : "broadcast",
                      collective.key, collective.count,
                      devices_[static_cast<std::size_t>(collective.local)].str());
+}
+
+std::string NcclMonitor::describe_locked(const CollectiveWatch::Wait& wait,
+                                         Clock::time_point now) const {
+  if (wait.kind == CollectiveWatch::Wait::kCall) {
+    const Busy& busy = busy_[static_cast<std::size_t>(wait.id)];
+    if (busy.finalizing) {
+      return fmt::format("finalising the communicator of {} has not returned after {:.1f} s",
+                         devices_[static_cast<std::size_t>(wait.id)].str(), seconds(wait.waited));
+    }
+    return fmt::format("{} has been inside its NCCL call for {:.1f} s", describe(busy.collective),
+                       seconds(wait.waited));
+  }
+  const auto f = std::find_if(in_flight_.begin(), in_flight_.end(),
+                              [&wait](const InFlight& i) { return i.id == wait.id; });
+  if (f == in_flight_.end()) return "a collective";  // not reached: the two lists go together
+  return fmt::format(
+      "{} has run {:.1f} s since its stream reached it ({:.1f} s since it was issued)",
+      describe(f->collective), seconds(wait.waited), seconds(watch_.since_enqueued(wait.id, now)));
 }
 
 }  // namespace tagflow::dist
