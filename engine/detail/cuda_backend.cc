@@ -30,6 +30,7 @@
 #include <cuda_runtime_api.h>
 
 #include "engine/detail/cuda_check.h"
+#include "engine/detail/stream_listeners.h"
 #include "engine/detail/worker_pool.h"
 #include "engine/small_vector.h"
 
@@ -183,6 +184,8 @@ CudaStream::~CudaStream() {
   // Host functions enqueued after the last mark still point at this object;
   // let them run before it goes away.
   static_cast<void>(cudaStreamSynchronize(stream_));
+  // Its cuBLAS and cuDNN handles go first (Note [Per-stream library handles]).
+  notify_cuda_stream_destroyed(device(), static_cast<void*>(stream_));
   for (cudaEvent_t event : free_events_) static_cast<void>(cudaEventDestroy(event));
   if (clock_origin_ != nullptr) static_cast<void>(cudaEventDestroy(clock_origin_));
   static_cast<void>(cudaStreamDestroy(stream_));
