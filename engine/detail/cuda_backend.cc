@@ -30,6 +30,7 @@
 #include <cuda_runtime_api.h>
 
 #include "engine/detail/cuda_check.h"
+#include "engine/detail/cuda_peer_access.h"
 #include "engine/detail/stream_listeners.h"
 #include "engine/detail/worker_pool.h"
 #include "engine/small_vector.h"
@@ -517,6 +518,8 @@ std::unique_ptr<DeviceBackend> make_cuda_backend(std::string& why_not) {
   if (const cudaError_t status = cudaRuntimeGetVersion(&runtime); status != cudaSuccess) {
     return fail("no GPU: " + cuda_failure(status, "cudaRuntimeGetVersion"));
   }
+
+  enable_peer_access(devices);  // Note [Peer access]
 
   std::string status = fmt::format("{} CUDA device(s), driver {}, runtime {}", count,
                                    format_cuda_version(driver), format_cuda_version(runtime));
