@@ -60,6 +60,8 @@ std::uint64_t env_bytes(const char* name, std::uint64_t fallback) {
 
 const char* to_string(EngineKind kind) { return kind == EngineKind::kNaive ? "naive" : "threaded"; }
 
+const char* to_string(ConvTf32 policy) { return policy == ConvTf32::kForbid ? "forbid" : "allow"; }
+
 EngineConfig EngineConfig::defaults() {
   EngineConfig c;
   c.dump_signal = SIGUSR1;
@@ -112,6 +114,16 @@ EngineConfig EngineConfig::from_env() {
                   text);
     c.exit_timeout_seconds = seconds;
   }
+  if (const char* text = env("TAGFLOW_CONV_TF32")) {
+    const std::string_view s(text);
+    if (s == "allow") {
+      c.conv_tf32 = ConvTf32::kAllow;
+    } else if (s == "forbid") {
+      c.conv_tf32 = ConvTf32::kForbid;
+    } else {
+      detail::throw_error("TAGFLOW_CONV_TF32: expected \"allow\" or \"forbid\", got \"{}\"", text);
+    }
+  }
   if (const char* level = env("TAGFLOW_LOG_LEVEL")) {
     static constexpr std::string_view kLevels[] = {"trace", "debug",    "info", "warn",
                                                    "error", "critical", "off"};
@@ -142,6 +154,7 @@ std::vector<std::pair<std::string, std::string>> EngineConfig::describe() const 
       {"TAGFLOW_WATCHDOG", watchdog_seconds > 0 ? fmt::format("{}", watchdog_seconds) : "0 (off)"},
       {"TAGFLOW_EXIT_TIMEOUT",
        exit_timeout_seconds > 0 ? fmt::format("{}", exit_timeout_seconds) : "0 (no wait)"},
+      {"TAGFLOW_CONV_TF32", to_string(conv_tf32)},
       {"TAGFLOW_LOG_LEVEL", log_level},
   };
 }

@@ -12,6 +12,12 @@ namespace tagflow {
 /// Which engine implementation `make_engine` builds.
 enum class EngineKind { kThreaded, kNaive };
 
+/// Whether a float32 convolution on a real GPU may fall back to TF32
+/// tensor-op math when no float32 (FMA) algorithm of cuDNN fits its
+/// workspace limit (Note [Choosing cuDNN's algorithms] in
+/// ops/kernels/conv_algorithm.h).
+enum class ConvTf32 { kAllow, kForbid };
+
 struct EngineConfig {
   /// TAGFLOW_ENGINE: "threaded" (default) or "naive" (runs every push
   /// synchronously in the caller, for debugging).
@@ -44,6 +50,11 @@ struct EngineConfig {
   /// operation has completed for this many seconds; 0 does not wait
   /// (Note [Engine lifetime] in engine.h).
   double exit_timeout_seconds = 10;
+  /// TAGFLOW_CONV_TF32: "allow" (default: the fallback runs, with a warning
+  /// once per shape) or "forbid" (it throws DeviceError instead). Float32
+  /// algorithms are always preferred; this only decides what happens when
+  /// none fits.
+  ConvTf32 conv_tf32 = ConvTf32::kAllow;
   /// TAGFLOW_LOG_LEVEL: trace, debug, info, warn, error, critical or off.
   std::string log_level = "warn";
 
@@ -58,5 +69,7 @@ struct EngineConfig {
 };
 
 const char* to_string(EngineKind kind);
+/// "allow" or "forbid", as TAGFLOW_CONV_TF32 spells them.
+const char* to_string(ConvTf32 policy);
 
 }  // namespace tagflow

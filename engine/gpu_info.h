@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tagflow {
 
@@ -22,6 +23,10 @@ struct GpuInfo {
   int compute_minor = 0;
   /// True for a GPU simulated in host memory (TAGFLOW_SIM_GPUS).
   bool simulated = false;
+  /// The indices of the GPUs whose memory this one reaches directly: peer
+  /// access is enabled, so copies between them skip host memory. Empty for
+  /// a simulated GPU (Note [Peer access] in engine/detail/cuda_peer_access.h).
+  std::vector<int> peers;
 };
 
 }  // namespace tagflow

@@ -1,5 +1,6 @@
 #include "tools/info.h"
 
+#include <string>
 #include <thread>
 
 #include <fmt/format.h>
@@ -8,6 +9,18 @@
 #include "tagflow/tagflow.h"
 
 namespace tagflow::tools {
+
+namespace {
+
+/// "gpu(1), gpu(2)", or "none (copies to other GPUs stage through host memory)".
+std::string peers_of(const GpuInfo& gpu) {
+  if (gpu.peers.empty()) return "none (copies to other GPUs stage through host memory)";
+  std::string text;
+  for (int peer : gpu.peers) text += fmt::format("{}gpu({})", text.empty() ? "" : ", ", peer);
+  return text;
+}
+
+}  // namespace
 
 int run_info() {
   Engine& engine = Engine::get();
@@ -29,6 +42,9 @@ int run_info() {
         fmt::print("  gpu({})               {}, {:.1f} GiB, compute capability {}.{}\n", gpu.index,
                    gpu.name, static_cast<double>(gpu.total_memory) / (1u << 30), gpu.compute_major,
                    gpu.compute_minor);
+        if (engine.num_gpus() > 1) {
+          fmt::print("                       peer access to {}\n", peers_of(gpu));
+        }
       }
     }
   }

@@ -30,6 +30,8 @@
 #include <cuda_runtime_api.h>
 
 #include "engine/detail/cuda_check.h"
+#include "engine/detail/cuda_peer_access.h"
+#include "engine/detail/stream_listeners.h"
 #include "engine/detail/worker_pool.h"
 #include "engine/small_vector.h"
 
@@ -160,6 +162,8 @@ CudaStream::~CudaStream() {
   // Host functions enqueued after the last mark still point at this object;
   // let them run before it goes away.
   static_cast<void>(cudaStreamSynchronize(stream_));
+  // Its cuBLAS and cuDNN handles go first (Note [Per-stream library handles]).
+  notify_cuda_stream_destroyed(device(), static_cast<void*>(stream_));
   for (cudaEvent_t event : free_events_) static_cast<void>(cudaEventDestroy(event));
   if (last_timing_event_ != nullptr) static_cast<void>(cudaEventDestroy(last_timing_event_));
   static_cast<void>(cudaStreamDestroy(stream_));
@@ -535,6 +539,8 @@ std::unique_ptr<DeviceBackend> make_cuda_backend(std::string& why_not) {
   if (const cudaError_t status = cudaRuntimeGetVersion(&runtime); status != cudaSuccess) {
     return fail("no GPU: " + cuda_failure(status, "cudaRuntimeGetVersion"));
   }
+
+  enable_peer_access(devices);  // Note [Peer access]
 
   std::string status = fmt::format("{} CUDA device(s), driver {}, runtime {}", count,
                                    format_cuda_version(driver), format_cuda_version(runtime));

@@ -1,26 +1,21 @@
 // The GPU convolution kernels: cuDNN (the legacy convolution API of cuDNN 9)
-// on the operation's stream, one cuDNN handle per stream.
-//
-// Note [Choosing cuDNN's algorithms]
-// Each pass (forward, backward data, backward filter) of each geometry on
-// each GPU gets its algorithm once, from cuDNN's heuristics (cudnnGet*_v7:
-// no trial runs, no memory of its own), kept in a map for the life of the
-// process. Descriptors ask for FMA math, so float32 stays float32 (no TF32),
-// as the cuBLAS products do. Among the candidates, in cuDNN's order of
-// preference: the first deterministic one with FMA math and a workspace up
-// to kMaxWorkspace, else the first with FMA math and such a workspace, else
-// the first that cuDNN supports at all (run with the math cuDNN reports for
-// it). The workspace comes from the device's pooled allocator through
-// GpuScratch, which hands it back once the stream has passed the kernel.
-// Every status is checked.
+// on the operation's stream, one cuDNN handle per stream. Each pass's
+// algorithm is chosen once per geometry and GPU by the rule of Note [Choosing
+// cuDNN's algorithms] (conv_algorithm.h); its workspace comes from the
+// device's pooled allocator through GpuScratch, which hands it back once the
+// stream has passed the kernel. Every status is checked.
 
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include <algorithm>
 #include <array>
+#include <cstdint>
 #include <map>
 #include <mutex>
+#include <span>
 
+#include "ops/kernels/conv_algorithm.h"
 #include "ops/kernels/conv_kernels.h"
 #include "ops/kernels/cuda_check.h"
 #include "ops/kernels/cudnn_util.h"
@@ -29,6 +24,7 @@ namespace tagflow::detail::gpu_kernels {
 
 namespace {
 
+/// The workspace limit of Note [Choosing cuDNN's algorithms].
 constexpr std::size_t kMaxWorkspace = std::size_t{1} << 30;
 
 struct FilterDescriptor : CudnnDescriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor,
@@ -73,8 +69,6 @@ struct ConvDescriptors {
         conv(g) {}
 };
 
-enum class Pass : int { kForward, kBackwardData, kBackwardFilter };
-
 /// An algorithm of one pass (as an int: the three passes have their own
 /// enums), the math it runs with and the workspace it needs.
 struct AlgoChoice {
@@ -85,7 +79,7 @@ struct AlgoChoice {
 
 using AlgoKey = std::array<std::int64_t, 16>;
 
-AlgoKey key_for(Pass pass, int device, const ConvGeometry& g) {
+AlgoKey key_for(ConvPass pass, int device, const ConvGeometry& g) {
   return {static_cast<std::int64_t>(pass),
           device,
           g.batch,
@@ -108,41 +102,36 @@ std::mutex& cache_mutex() {
   static std::mutex mutex;
   return mutex;
 }
-/// Never destroyed, like the handles: nothing to do at exit.
+/// Never destroyed: kernels may still run during exit.
 std::map<AlgoKey, AlgoChoice>& algo_cache() {
   static auto* cache = new std::map<AlgoKey, AlgoChoice>;
   return *cache;
 }
 
-/// Note [Choosing cuDNN's algorithms]: the candidate to use among `perfs`.
-template <typename Perf>
-AlgoChoice pick(const Perf* perfs, int count, const char* what) {
-  const auto fits = [](const Perf& p) {
-    return p.status == CUDNN_STATUS_SUCCESS && p.mathType == CUDNN_FMA_MATH &&
-           p.memory <= kMaxWorkspace;
-  };
-  for (int i = 0; i < count; ++i) {
-    if (fits(perfs[i]) && perfs[i].determinism == CUDNN_DETERMINISTIC) {
-      return {static_cast<int>(perfs[i].algo), perfs[i].mathType, perfs[i].memory};
-    }
+/// Note [Choosing cuDNN's algorithms]: the candidate to run `pass` of `g`
+/// with among cuDNN's `count` `perfs`.
+template <typename Perf, std::size_t N>
+AlgoChoice pick(const std::array<Perf, N>& perfs, int count, ConvPass pass, int device,
+                const ConvGeometry& g) {
+  std::array<ConvAlgorithm, N> candidates{};
+  const auto n = std::min(static_cast<std::size_t>(std::max(count, 0)), N);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Perf& p = perfs[i];
+    candidates[i] = {.algo = static_cast<int>(p.algo),
+                     .fma_math = p.mathType == CUDNN_FMA_MATH,
+                     .supported = p.status == CUDNN_STATUS_SUCCESS,
+                     .deterministic = p.determinism == CUDNN_DETERMINISTIC,
+                     .workspace = static_cast<std::uint64_t>(p.memory)};
   }
-  for (int i = 0; i < count; ++i) {
-    if (fits(perfs[i])) {
-      return {static_cast<int>(perfs[i].algo), perfs[i].mathType, perfs[i].memory};
-    }
-  }
-  for (int i = 0; i < count; ++i) {
-    if (perfs[i].status == CUDNN_STATUS_SUCCESS) {
-      return {static_cast<int>(perfs[i].algo), perfs[i].mathType, perfs[i].memory};
-    }
-  }
-  throw_cudnn_error(CUDNN_STATUS_NOT_SUPPORTED, what);
+  const std::size_t i = choose_conv_algorithm(std::span<const ConvAlgorithm>(candidates.data(), n),
+                                              pass, device, g, kMaxWorkspace, conv_tf32_policy());
+  return {static_cast<int>(perfs[i].algo), perfs[i].mathType, perfs[i].memory};
 }
 
 /// The cached choice of `pass`, or the one `find` makes (then cached). The
 /// returned choice's workspace is what cuDNN asks for its algorithm.
 template <typename Find>
-AlgoChoice choose(Pass pass, int device, const ConvGeometry& g, Find&& find) {
+AlgoChoice choose(ConvPass pass, int device, const ConvGeometry& g, Find&& find) {
   const AlgoKey key = key_for(pass, device, g);
   {
     std::lock_guard lock(cache_mutex());
@@ -160,14 +149,14 @@ void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const
                     float* y, GpuScratch& scratch, int device, void* stream) {
   cudnnHandle_t h = cudnn_handle(stream, device);
   ConvDescriptors d(g);
-  const AlgoChoice c = choose(Pass::kForward, device, g, [&] {
+  const AlgoChoice c = choose(ConvPass::kForward, device, g, [&] {
     std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> perfs{};
     int count = 0;
     check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x.desc, d.w.desc, d.conv.desc, d.y.desc,
                                                        static_cast<int>(perfs.size()), &count,
                                                        perfs.data()),
                 "conv2d: cudnnGetConvolutionForwardAlgorithm_v7");
-    AlgoChoice choice = pick(perfs.data(), count, "conv2d: no cuDNN forward algorithm");
+    AlgoChoice choice = pick(perfs, count, ConvPass::kForward, device, g);
     d.conv.set_math(choice.math);
     check_cudnn(cudnnGetConvolutionForwardWorkspaceSize(
                     h, d.x.desc, d.w.desc, d.conv.desc, d.y.desc,
@@ -192,15 +181,14 @@ void conv2d_backward_data(const ConvGeometry& g, const float* w, const float* dy
                           GpuScratch& scratch, int device, void* stream) {
   cudnnHandle_t h = cudnn_handle(stream, device);
   ConvDescriptors d(g);
-  const AlgoChoice c = choose(Pass::kBackwardData, device, g, [&] {
+  const AlgoChoice c = choose(ConvPass::kBackwardData, device, g, [&] {
     std::array<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT> perfs{};
     int count = 0;
     check_cudnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(
                     h, d.w.desc, d.y.desc, d.conv.desc, d.x.desc, static_cast<int>(perfs.size()),
                     &count, perfs.data()),
                 "conv2d_backward_data: cudnnGetConvolutionBackwardDataAlgorithm_v7");
-    AlgoChoice choice =
-        pick(perfs.data(), count, "conv2d_backward_data: no cuDNN backward-data algorithm");
+    AlgoChoice choice = pick(perfs, count, ConvPass::kBackwardData, device, g);
     d.conv.set_math(choice.math);
     check_cudnn(cudnnGetConvolutionBackwardDataWorkspaceSize(
                     h, d.w.desc, d.y.desc, d.conv.desc, d.x.desc,
@@ -222,7 +210,7 @@ void conv2d_backward_weight(const ConvGeometry& g, const float* x, const float* 
                             GpuScratch& scratch, int device, void* stream) {
   cudnnHandle_t h = cudnn_handle(stream, device);
   ConvDescriptors d(g);
-  const AlgoChoice c = choose(Pass::kBackwardFilter, device, g, [&] {
+  const AlgoChoice c = choose(ConvPass::kBackwardFilter, device, g, [&] {
     std::array<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>
         perfs{};
     int count = 0;
@@ -230,8 +218,7 @@ void conv2d_backward_weight(const ConvGeometry& g, const float* x, const float* 
                     h, d.x.desc, d.y.desc, d.conv.desc, d.w.desc, static_cast<int>(perfs.size()),
                     &count, perfs.data()),
                 "conv2d_backward_weight: cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-    AlgoChoice choice =
-        pick(perfs.data(), count, "conv2d_backward_weight: no cuDNN backward-filter algorithm");
+    AlgoChoice choice = pick(perfs, count, ConvPass::kBackwardFilter, device, g);
     d.conv.set_math(choice.math);
     check_cudnn(cudnnGetConvolutionBackwardFilterWorkspaceSize(
                     h, d.x.desc, d.y.desc, d.conv.desc, d.w.desc,

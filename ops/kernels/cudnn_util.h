@@ -12,8 +12,11 @@
 
 namespace tagflow::detail::gpu_kernels {
 
-/// The cuDNN handle bound to `stream`, made on first use on `device` and
-/// kept for the life of the process (streams live as long).
+/// The cuDNN handle bound to `stream` of gpu(device), made on first use with
+/// that device current (which is then put back), and destroyed when the
+/// engine destroys the stream (Note [Per-stream library handles] in
+/// engine/detail/stream_listeners.h). Kernels call cuDNN with it while their
+/// worker thread has `device` current.
 cudnnHandle_t cudnn_handle(void* stream, int device);
 
 /// Owns one cuDNN descriptor; a base class, so that a descriptor whose

@@ -1,14 +1,18 @@
 // The GPU matrix product: cuBLAS on the operation's stream, one handle per
-// stream (made on first use, on the stream's device). Row-major products are
-// computed as their column-major transposes: C = A·B is Cᵀ = Bᵀ·Aᵀ, so A and
-// B swap places and keep their transpose flags. Every status is checked.
+// stream (made on first use, on the stream's device, and destroyed with the
+// stream: Note [Per-stream library handles] in engine/detail/stream_listeners.h).
+// Row-major products are computed as their column-major transposes: C = A·B
+// is Cᵀ = Bᵀ·Aᵀ, so A and B swap places and keep their transpose flags. Every
+// status is checked.
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
-#include <map>
-#include <mutex>
+#include <exception>
 
+#include "engine/detail/cuda_device_guard.h"
+#include "engine/detail/lifetime.h"
+#include "engine/detail/stream_listeners.h"
 #include "ops/kernels/cuda_check.h"
 #include "ops/kernels/gemm_kernels.h"
 
@@ -16,25 +20,37 @@ namespace tagflow::detail::gpu_kernels {
 
 namespace {
 
-/// The cuBLAS handle bound to `stream`. Handles live until the process
-/// exits: destroying them at exit would race the CUDA context's teardown.
-cublasHandle_t handle_for(cudaStream_t stream, int device) {
-  static std::mutex mutex;
-  static std::map<cudaStream_t, cublasHandle_t>* handles =
-      new std::map<cudaStream_t, cublasHandle_t>;
-  std::lock_guard lock(mutex);
-  auto it = handles->find(stream);
-  if (it != handles->end()) return it->second;
-  check_cuda(cudaSetDevice(device), "gemm: cudaSetDevice", gpu(device));
-  cublasHandle_t handle = nullptr;
-  check_cublas(cublasCreate(&handle), "gemm: cublasCreate");
-  const cublasStatus_t bound = cublasSetStream(handle, stream);
-  if (bound != CUBLAS_STATUS_SUCCESS) {
-    cublasDestroy(handle);
-    check_cublas(bound, "gemm: cublasSetStream");
+/// Destroys the handle of a stream of `device` as the stream goes away.
+void destroy_handle(int device, cublasHandle_t handle) {
+  cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
+  try {
+    const CudaDeviceGuard on_device(device);  // the device the handle was made on
+    status = cublasDestroy(handle);
+  } catch (const std::exception& e) {  // the device could not be made current
+    log_error("cublasDestroy skipped: ", e.what());
+    return;
   }
-  handles->emplace(stream, handle);
-  return handle;
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    static_cast<void>(cudaGetLastError());
+    log_error("cublasDestroy failed: ", cublasGetStatusName(status));
+  }
+}
+
+/// The cuBLAS handle bound to `stream` of gpu(device), made on first use with
+/// that device current, which is then put back.
+cublasHandle_t handle_for(cudaStream_t stream, int device) {
+  static auto* handles = new PerStreamHandles<cublasHandle_t>(&destroy_handle);
+  return handles->get(device, stream, [&] {
+    const CudaDeviceGuard on_device(device);  // cuBLAS binds a handle to the current device
+    cublasHandle_t handle = nullptr;
+    check_cublas(cublasCreate(&handle), "gemm: cublasCreate");
+    const cublasStatus_t bound = cublasSetStream(handle, stream);
+    if (bound != CUBLAS_STATUS_SUCCESS) {
+      cublasDestroy(handle);
+      check_cublas(bound, "gemm: cublasSetStream");
+    }
+    return handle;
+  });
 }
 
 }  // namespace
