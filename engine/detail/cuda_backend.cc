@@ -30,6 +30,7 @@
 #include <cuda_runtime_api.h>
 
 #include "engine/detail/cuda_check.h"
+#include "engine/detail/cuda_device_guard.h"
 #include "engine/detail/cuda_peer_access.h"
 #include "engine/detail/stream_listeners.h"
 #include "engine/detail/worker_pool.h"

@@ -58,32 +58,6 @@ inline void check_cuda(cudaError_t status, std::string_view call) {
     throw_cuda_error(status, call);
 }
 
-/// Makes `device` current on the calling thread (cudaSetDevice) while it
-/// lives, then restores the previous device; a failed restore is cleared
-/// from the last-error slot, and the next call on that thread reports a
-/// broken device. Throws DeviceError when the device cannot be selected.
-///
-///   CudaDeviceGuard on_device(ctx.index);  // cudaMalloc below allocates there
-class CudaDeviceGuard {
- public:
-  explicit CudaDeviceGuard(int device) {
-    check_cuda(cudaGetDevice(&previous_), "cudaGetDevice", gpu(device));
-    if (previous_ != device) {
-      check_cuda(cudaSetDevice(device), "cudaSetDevice", gpu(device));
-      restore_ = true;
-    }
-  }
-  ~CudaDeviceGuard() {
-    if (restore_ && cudaSetDevice(previous_) != cudaSuccess) static_cast<void>(cudaGetLastError());
-  }
-  CudaDeviceGuard(const CudaDeviceGuard&) = delete;
-  CudaDeviceGuard& operator=(const CudaDeviceGuard&) = delete;
-
- private:
-  int previous_ = 0;
-  bool restore_ = false;
-};
-
 /// check_cuda throwing `E` instead of DeviceError. Host code only (it needs
 /// E's definition): the engine's streams throw tagflow::Error.
 template <typename E>

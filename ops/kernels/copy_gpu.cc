@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "engine/detail/cuda_check.h"
+#include "engine/detail/cuda_device_guard.h"
 #include "storage/storage.h"
 #endif
 
@@ -35,7 +36,9 @@ void release_after(Stream& stream, MemoryBlock staging) {
 void enqueue_gpu_copy(const CopyRequest& r, Stream& stream) {
   auto* native = static_cast<cudaStream_t>(stream.native_handle());
   const Context here = stream.context();
-  check_cuda(cudaSetDevice(here.index), "cudaSetDevice (copy)", here);
+  // The copy worker has selected its GPU already; a caller on another
+  // thread (the naive engine's pusher) gets its own device back afterwards.
+  const CudaDeviceGuard on_device(here.index);
   if (r.src_ctx.is_gpu() && r.dst_ctx.is_gpu()) {
     if (r.src_ctx.index == r.dst_ctx.index) {
       check_cuda(cudaMemcpyAsync(r.dst, r.src, r.bytes, cudaMemcpyDeviceToDevice, native),

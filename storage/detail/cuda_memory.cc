@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/detail/cuda_check.h"
+#include "engine/detail/cuda_device_guard.h"
 #endif
 
 namespace tagflow::detail {
