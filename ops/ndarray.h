@@ -113,7 +113,12 @@ class NDArray {
   /// This very array when it already lives on `ctx`, else `copyto(ctx)`.
   NDArray as_in_context(Context ctx) const;
   /// The values converted to `dtype`, on the same device (a copy when the
-  /// dtype is already `dtype`). Gradients pass through a float32 copy only.
+  /// dtype is already `dtype`), by one rule on every device: float32 to an
+  /// integer type truncates toward zero, saturates beyond the type's range
+  /// (+-inf included: -1.5f gives uint8 0, 300.f gives 255) and gives 0 for
+  /// NaN; an integer to a narrower one wraps around as NumPy's astype does
+  /// (int32 -1 gives uint8 255); an integer to float32 rounds to the
+  /// nearest. Gradients pass through a float32 copy only.
   NDArray astype(DType dtype) const;
 
   // --- views: share the memory and the variable --------------------------------

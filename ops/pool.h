@@ -2,7 +2,8 @@
 // 2-D pooling, NCHW, float32: the maximum or the mean of each window, as
 // PyTorch's max_pool2d / avg_pool2d and MXNet's Pooling compute them (output
 // extents floored). One engine operation: direct loops on CPU devices and
-// simulated GPUs, cuDNN on real GPUs. Recorded for autograd, with a backward
+// simulated GPUs; on real GPUs, CUDA kernels of tagflow's own for max
+// pooling and cuDNN for averages. Recorded for autograd, with a backward
 // operation of its own.
 //
 //   NDArray x = random::normal(0, 1, {8, 6, 28, 28}, gpu(0));
@@ -12,13 +13,24 @@
 //                       .count_include_pad = false});               // (8, 6, 28, 28)
 //
 // Note [Gradient of max pooling]
-// Each window's gradient goes whole to the window's first maximum: the first
-// in row-major order over the window (its rows top to bottom, each left to
-// right), as MXNet's and PyTorch's CPU kernels choose. Tied elements after
-// it get nothing, and an element that is the maximum of several overlapping
-// windows receives the sum of their gradients. A NaN counts as the maximum
-// (and is propagated forward). On real GPUs cuDNN's deterministic max mode
-// decides ties; NVIDIA does not document its choice.
+// One rule picks each window's element, forward and backward, on every
+// device: the window's first NaN if it holds one, else its first maximum,
+// "first" in row-major order over the window (its rows top to bottom, each
+// left to right), as MXNet's and PyTorch's CPU kernels choose. Elements that
+// compare equal tie, -0.0 and +0.0 among them: the earlier one is picked, and
+// the output is a copy of it (so a window of -0.0 then +0.0 gives -0.0).
+// +inf and -inf are values like others; a window of -inf gives -inf and
+// picks its first element. Padding is never a candidate.
+// Forward, a window gives its element; backward, the window's whole
+// gradient goes to that element, tied elements after it get nothing, and an
+// element picked by several overlapping windows gets the sum of their
+// gradients, added from +0.0 in the order of the windows (output rows top
+// to bottom, each left to right). The rule is written once
+// (window_maximum in ops/kernels/pool_functors.h) and run by the CPU
+// kernels and by tagflow's own CUDA kernels, which thereby give the same
+// bits. cuDNN's max pooling is not used: its documentation says neither
+// which tied element its backward picks nor where the gradient of a window
+// holding a NaN goes.
 
 #include <array>
 

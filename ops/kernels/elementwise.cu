@@ -46,7 +46,7 @@ __global__ void binary_broadcast_kernel(const T* a, const T* b, T* out, Broadcas
 
 template <typename From, typename To>
 __global__ void cast_kernel(const From* in, To* out, std::int64_t n) {
-  for (std::int64_t i = first_index(); i < n; i += grid_stride()) out[i] = static_cast<To>(in[i]);
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) out[i] = convert<To>(in[i]);
 }
 
 template <typename T>

@@ -91,7 +91,7 @@ void cast(DType from, DType to, const void* in, void* out, std::int64_t n) {
       const From* x = static_cast<const From*>(in);
       To* y = static_cast<To*>(out);
       parallel_for_range(n, [&](std::int64_t begin, std::int64_t end) {
-        for (std::int64_t i = begin; i < end; ++i) y[i] = static_cast<To>(x[i]);
+        for (std::int64_t i = begin; i < end; ++i) y[i] = convert<To>(x[i]);
       });
     });
   });

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "ops/kernels/host_device.h"
@@ -164,6 +165,48 @@ TAGFLOW_HOST_DEVICE TAGFLOW_INLINE T apply_binary(T a, T b) {
   if constexpr (op == BinaryOp::kLessEqual) return a <= b ? T(1) : T(0);
   if constexpr (op == BinaryOp::kGreater) return a > b ? T(1) : T(0);
   if constexpr (op == BinaryOp::kGreaterEqual) return a >= b ? T(1) : T(0);
+}
+
+// Note [Conversions between dtypes]
+// astype converts each element by one rule, the same on every device (the
+// CPU kernels and the CUDA kernels both call convert):
+// - float to integer: truncation toward zero, as C++ and CUDA convert in
+//   range; a value beyond the integer type's range saturates to its minimum
+//   or maximum (+-inf included, so -0.5 and -1 give 0 as uint8, 256 gives
+//   255); NaN gives 0. C++ leaves the conversion of a value out of range
+//   undefined (UBSan's float-cast-overflow flags it; x86 gives INT_MIN), so
+//   convert never lets one reach static_cast: the value is first compared
+//   against the range, whose ends are exact in the float type (the minimum
+//   is 0 or -2^k, the maximum plus one is 2^k).
+// - integer to a narrower integer: wraps around (the value modulo 2^bits,
+//   two's complement), as NumPy's astype and C++20 do: int64 2^32 + 5 gives
+//   int32 5, int32 -1 gives uint8 255.
+// - integer to float: the nearest float (ties to even), as x86 and CUDA's
+//   default rounding give.
+
+/// The lowest and highest values of an arithmetic type, as constants that
+/// device code may read (namespace-scope constexpr scalars).
+template <typename T>
+inline constexpr T kLowest = std::numeric_limits<T>::lowest();
+template <typename T>
+inline constexpr T kHighest = std::numeric_limits<T>::max();
+
+/// `x` as a `To`, by Note [Conversions between dtypes].
+template <typename To, typename From>
+TAGFLOW_HOST_DEVICE TAGFLOW_INLINE To convert(From x) {
+  if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    constexpr From low = static_cast<From>(kLowest<To>);                       // 0 or -2^k
+    constexpr From above = static_cast<From>(kHighest<To> / 2 + 1) * From(2);  // 2^k
+    // Only a value strictly inside (low, above) truncates into To's range
+    // and reaches the cast; anything else (NaN too) is cast as 0, then
+    // replaced unless it is NaN. Selects, not branches: a CPU loop of them
+    // vectorizes.
+    const From inside = (x > low) & (x < above) ? x : From(0);
+    const To truncated = static_cast<To>(inside);
+    return x >= above ? kHighest<To> : (x <= low ? kLowest<To> : truncated);
+  } else {
+    return static_cast<To>(x);
+  }
 }
 
 /// Calls `f(std::integral_constant<UnaryOp, op>{})`: turns the run-time

@@ -1,32 +1,54 @@
-// The GPU pooling kernels: cuDNN (the legacy pooling API of cuDNN 9) on the
-// operation's stream, with the per-stream handle of cudnn_util.h. Max pooling
-// uses cuDNN's deterministic max mode and propagates NaNs, as the CPU
-// kernels do (Note [Gradient of max pooling] in pool.h). Every status is
-// checked.
+// The GPU pooling kernels. Max pooling is this file's own kernels over the
+// window rule shared with the CPU kernels (pool_functors.h), so that both
+// devices pick the same element of every window, ties and NaNs included
+// (Note [Gradient of max pooling] in pool.h); cuDNN's max modes leave the
+// choice among ties undocumented. Average pooling calls cuDNN (the legacy
+// pooling API of cuDNN 9) with the per-stream handle of cudnn_util.h. All
+// work goes on the operation's stream; every launch and status is checked.
 
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
+#include "ops/kernels/cuda_check.h"
 #include "ops/kernels/cudnn_util.h"
+#include "ops/kernels/grid_stride.h"
+#include "ops/kernels/pool_functors.h"
 #include "ops/kernels/pool_kernels.h"
 
 namespace tagflow::detail::gpu_kernels {
 
 namespace {
 
+constexpr int kThreads = 256;
+
+/// y[i] = the maximum of output i's window: a thread per output element.
+__global__ void max_pool_forward_kernel(PoolGeometry g, const float* x, float* y, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) y[i] = max_pool_output(g, x, i);
+}
+
+/// dx[i] gathered from the windows whose maximum is input element i: a
+/// thread per input element, every element written (Note [Max pooling's
+/// gradient, gathered] in pool_functors.h).
+__global__ void max_pool_backward_kernel(PoolGeometry g, const float* x, const float* dy, float* dx,
+                                         std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
+    dx[i] = max_pool_input_gradient(g, x, dy, i);
+  }
+}
+
 struct PoolingDescriptor : CudnnDescriptor<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor,
                                            cudnnDestroyPoolingDescriptor> {
   explicit PoolingDescriptor(const PoolGeometry& g) {
-    cudnnPoolingMode_t mode = CUDNN_POOLING_MAX_DETERMINISTIC;
-    if (g.mode == PoolMode::kAverageIncludePad) mode = CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING;
-    if (g.mode == PoolMode::kAverageExcludePad) mode = CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+    const cudnnPoolingMode_t mode = g.mode == PoolMode::kAverageIncludePad
+                                        ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                        : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
     check_cudnn(cudnnSetPooling2dDescriptor(desc, mode, CUDNN_PROPAGATE_NAN, g.kernel_h, g.kernel_w,
                                             g.pad_h, g.pad_w, g.stride_h, g.stride_w),
                 "pool2d: cudnnSetPooling2dDescriptor");
   }
 };
 
-/// The descriptors of one pooling: input, output and the window.
+/// The descriptors of one average pooling: input, output and the window.
 struct PoolDescriptors {
   TensorDescriptor x;
   TensorDescriptor y;
@@ -38,6 +60,14 @@ struct PoolDescriptors {
 }  // namespace
 
 void pool2d_forward(const PoolGeometry& g, const float* x, float* y, int device, void* stream) {
+  if (g.mode == PoolMode::kMax) {
+    const std::int64_t n = g.planes() * g.out_h * g.out_w;
+    if (n == 0) return;
+    max_pool_forward_kernel<<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(g, x, y,
+                                                                                         n);
+    check_launch("max pool forward kernel");
+    return;
+  }
   cudnnHandle_t h = cudnn_handle(stream, device);
   PoolDescriptors d(g);
   const float one = 1.f;
@@ -48,6 +78,14 @@ void pool2d_forward(const PoolGeometry& g, const float* x, float* y, int device,
 
 void pool2d_backward(const PoolGeometry& g, const float* x, const float* y, const float* dy,
                      float* dx, int device, void* stream) {
+  if (g.mode == PoolMode::kMax) {
+    const std::int64_t n = g.planes() * g.in_h * g.in_w;
+    if (n == 0) return;
+    max_pool_backward_kernel<<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(g, x, dy,
+                                                                                          dx, n);
+    check_launch("max pool backward kernel");
+    return;
+  }
   cudnnHandle_t h = cudnn_handle(stream, device);
   PoolDescriptors d(g);
   const float one = 1.f;

@@ -1,59 +1,18 @@
 // The CPU pooling kernels: direct loops, one (image, channel) plane per
 // task, so each output (and, backward, each input-gradient) element is
 // written by exactly one task in a fixed order: the same bits whatever the
-// number of threads.
+// number of threads. The window rules are pool_functors.h's, shared with
+// the CUDA kernels.
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
 
 #include "ops/kernels/cpu_parallel.h"
+#include "ops/kernels/pool_functors.h"
 #include "ops/kernels/pool_kernels.h"
 
 namespace tagflow::detail::cpu_kernels {
 
 namespace {
-
-/// The part of a window that lies in the input: [begin, end) along one axis.
-struct Span {
-  std::int64_t begin, end;
-};
-
-inline Span clip_window(std::int64_t start, int kernel, std::int64_t extent) {
-  return {std::max<std::int64_t>(start, 0), std::min<std::int64_t>(start + kernel, extent)};
-}
-
-/// A window's first maximum and its offset in the plane.
-struct Maximum {
-  float value;
-  std::int64_t offset;
-};
-
-/// The window's first maximum; a NaN counts as the maximum (the first NaN).
-/// Written so that the compiler emits selects, not branches: window values
-/// come in no predictable order, and mispredicted branches would dominate.
-inline Maximum first_max(const float* plane, std::int64_t in_w, Span rows, Span cols) {
-  Maximum best{-std::numeric_limits<float>::infinity(), rows.begin * in_w + cols.begin};
-  bool nan = false;
-  for (std::int64_t h = rows.begin; h < rows.end; ++h) {
-    const float* row = plane + h * in_w;
-    for (std::int64_t w = cols.begin; w < cols.end; ++w) {
-      const float v = row[w];
-      const bool take = v > best.value;
-      best.value = take ? v : best.value;
-      best.offset = take ? h * in_w + w : best.offset;
-      nan |= std::isnan(v);
-    }
-  }
-  if (nan) [[unlikely]] {
-    for (std::int64_t h = rows.begin; h < rows.end; ++h) {
-      for (std::int64_t w = cols.begin; w < cols.end; ++w) {
-        if (std::isnan(plane[h * in_w + w])) return {plane[h * in_w + w], h * in_w + w};
-      }
-    }
-  }
-  return best;
-}
 
 /// The divisor of a window's average (Note in pool_kernels.h: windows end
 /// inside the padded input, so counting the padding means the full window).
@@ -72,10 +31,9 @@ void for_each_window(const PoolGeometry& g, const Body& body) {
   parallel_for_range(g.planes(), grain, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t p = begin; p < end; ++p) {
       for (std::int64_t oh = 0; oh < g.out_h; ++oh) {
-        const Span rows = clip_window(oh * g.stride_h - g.pad_h, g.kernel_h, g.in_h);
+        const Span rows = window_rows(g, oh);
         for (std::int64_t ow = 0; ow < g.out_w; ++ow) {
-          const Span cols = clip_window(ow * g.stride_w - g.pad_w, g.kernel_w, g.in_w);
-          body(p, rows, cols, oh * g.out_w + ow);
+          body(p, rows, window_cols(g, ow), oh * g.out_w + ow);
         }
       }
     }
@@ -84,14 +42,19 @@ void for_each_window(const PoolGeometry& g, const Body& body) {
 
 /// The tutorials' pooling: 2x2 maximum windows, stride 2, no padding. The
 /// windows tile the plane, so each is read once from two rows, with no
-/// clipping; results are those of the general path, bit for bit.
+/// clipping; results are those of window_maximum, bit for bit. Without a
+/// NaN its rule is a fold with `>` that keeps the earlier element on a tie;
+/// the forward's pairwise maxima, where a tie keeps the left element of a
+/// pair and then the top pair, pick that same element, and argmax_2x2 is the
+/// fold itself. A row (forward) or window (backward) holding a NaN goes to
+/// window_maximum.
 bool is_max_2x2(const PoolGeometry& g) {
   return g.mode == PoolMode::kMax && g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 &&
          g.stride_w == 2 && g.pad_h == 0 && g.pad_w == 0;
 }
 
 /// Offset in `row0` (row1 = row0 + in_w) of the first maximum of the window
-/// at column `c`, in the general path's order: row 0 left, right, row 1 left,
+/// at column `c`, in window_maximum's order: row 0 left, right, row 1 left,
 /// right. NaN-free windows only.
 inline std::int64_t argmax_2x2(const float* row0, std::int64_t in_w, std::int64_t c) {
   const float* row1 = row0 + in_w;
@@ -132,9 +95,9 @@ void max_pool_2x2_forward(const PoolGeometry& g, const float* x, float* y) {
       out[ow] = bottom > top ? bottom : top;
       nan |= (a != a) | (b != b) | (c != c) | (d != d);
     }
-    if (nan) [[unlikely]] {  // the general rule: the first NaN of the window
+    if (nan) [[unlikely]] {  // the rule's first NaN of the window
       for (std::int64_t ow = 0; ow < g.out_w; ++ow) {
-        out[ow] = first_max(row0, g.in_w, {0, 2}, {2 * ow, 2 * ow + 2}).value;
+        out[ow] = window_maximum(row0, g.in_w, {0, 2}, {2 * ow, 2 * ow + 2}).value;
       }
     }
   });
@@ -152,9 +115,9 @@ void max_pool_2x2_backward(const PoolGeometry& g, const float* x, const float* d
       const std::int64_t c = 2 * ow;
       const bool nan = (row0[c] != row0[c]) | (row0[c + 1] != row0[c + 1]) | (r1[c] != r1[c]) |
                        (r1[c + 1] != r1[c + 1]);
-      const std::int64_t at =
-          nan ? first_max(row0, g.in_w, {0, 2}, {c, c + 2}).offset : argmax_2x2(row0, g.in_w, c);
-      grad[at] = d[ow];
+      const std::int64_t at = nan ? window_maximum(row0, g.in_w, {0, 2}, {c, c + 2}).offset
+                                  : argmax_2x2(row0, g.in_w, c);
+      grad[at] += d[ow];  // 0 + dy, as in the general path (-0.0 becomes +0.0)
     }
     // An odd last row is in no window: its gradient is 0.
     if (oh == g.out_h - 1 && g.in_h > 2 * g.out_h) {
@@ -172,7 +135,7 @@ void pool2d_forward(const PoolGeometry& g, const float* x, float* y) {
   for_each_window(g, [&](std::int64_t p, Span rows, Span cols, std::int64_t o) {
     const float* plane = x + p * in_plane;
     if (g.mode == PoolMode::kMax) {
-      y[p * out_plane + o] = first_max(plane, g.in_w, rows, cols).value;
+      y[p * out_plane + o] = window_maximum(plane, g.in_w, rows, cols).value;
       return;
     }
     float sum = 0.f;
@@ -193,7 +156,7 @@ void pool2d_backward(const PoolGeometry& g, const float* x, const float* /*y*/, 
     if (o == 0) std::fill(grad, grad + in_plane, 0.f);  // the plane's first window
     const float d = dy[p * out_plane + o];
     if (g.mode == PoolMode::kMax) {
-      grad[first_max(x + p * in_plane, g.in_w, rows, cols).offset] += d;
+      grad[window_maximum(x + p * in_plane, g.in_w, rows, cols).offset] += d;
       return;
     }
     const float share = d / divisor(g, rows, cols);

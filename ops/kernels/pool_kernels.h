@@ -2,7 +2,9 @@
 // The 2-D pooling kernels (NCHW, float32): forward and the backward pass the
 // gradient pushes as an engine operation of its own. The CPU ones
 // (pool_cpu.cc, also run by simulated GPUs) are direct loops; the CUDA ones
-// (pool.cu) call cuDNN. Internal to ops/.
+// (pool.cu) are kernels of their own for max pooling and cuDNN for
+// averages. Both take the window rules from pool_functors.h. Internal to
+// ops/.
 //
 // Windows never lie wholly in the padding (the operator checks that the
 // padding is at most half the window), so every window has an input
@@ -28,12 +30,14 @@ struct PoolGeometry {
 };
 
 namespace cpu_kernels {
-/// y = the pooled windows of x. A window holding a NaN gives NaN (max).
+/// y = the pooled windows of x. A window holding a NaN gives its first NaN
+/// (max).
 void pool2d_forward(const PoolGeometry& g, const float* x, float* y);
 /// dx = the gradient of x: max sends each window's dy to the window's first
 /// maximum in row-major order (rows of the window top to bottom, each left
-/// to right); average spreads it evenly over the window. `y` is the forward
-/// output (read by the GPU kernels; the CPU ones find the maxima in x).
+/// to right), or to its first NaN; average spreads it evenly over the
+/// window. `y` is the forward output (read by cuDNN's average pooling on
+/// GPUs; every max pooling kernel finds the maxima in x).
 void pool2d_backward(const PoolGeometry& g, const float* x, const float* y, const float* dy,
                      float* dx);
 }  // namespace cpu_kernels

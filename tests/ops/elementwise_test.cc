@@ -1,7 +1,8 @@
 // Elementwise operators against plain double-precision loops, on every
 // device: unary functions, binary operators with NumPy broadcasting, scalar
-// and in-place forms, comparisons, integer rules, clip and where, and the
-// errors for bad input.
+// and in-place forms, comparisons, integer rules, clip and where, the
+// conversions of astype (NaN, infinities and values out of range against a
+// written-out table), and the errors for bad input.
 
 #include <cmath>
 #include <functional>
@@ -242,6 +243,115 @@ TEST(ElementwiseTest, ClipWhereAndAstype) {
     EXPECT_EQ(ints.to_vector<std::int32_t>(), (std::vector<std::int32_t>{-2, 0, 0, 2, 255}));
     EXPECT_EQ(ints.astype(DType::kUInt8).astype(DType::kFloat32).to_vector<float>(),
               (std::vector<float>{254, 0, 0, 2, 255}));
+  }
+}
+
+// Note [Conversions between dtypes], written out: each float32 input with
+// what astype gives as int32, int64 and uint8.
+struct FloatToIntegers {
+  float in;
+  std::int32_t i32;
+  std::int64_t i64;
+  std::uint8_t u8;
+};
+
+constexpr std::int32_t kI32Min = std::numeric_limits<std::int32_t>::min();
+constexpr std::int32_t kI32Max = std::numeric_limits<std::int32_t>::max();
+constexpr std::int64_t kI64Min = std::numeric_limits<std::int64_t>::min();
+constexpr std::int64_t kI64Max = std::numeric_limits<std::int64_t>::max();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+const std::vector<FloatToIntegers> kFloatToIntegers = {
+    {kNaN, 0, 0, 0},                                 // NaN: 0
+    {-kNaN, 0, 0, 0},                                // NaN with the sign bit: 0
+    {kInf, kI32Max, kI64Max, 255},                   // +inf saturates
+    {-kInf, kI32Min, kI64Min, 0},                    // -inf saturates
+    {2147483648.f, kI32Max, 2147483648, 255},        // 2^31: just past int32
+    {2147483520.f, 2147483520, 2147483520, 255},     // the largest float below 2^31
+    {-2147483648.f, kI32Min, -2147483648LL, 0},      // -2^31: int32's minimum, exact
+    {-2147483904.f, kI32Min, -2147483904LL, 0},      // below -2^31 (-2^31 - 1 is no float)
+    {9223372036854775808.f, kI32Max, kI64Max, 255},  // 2^63: just past int64
+    {9223371487098961920.f, kI32Max, 9223371487098961920, 255},  // the largest float below 2^63
+    {-9223372036854775808.f, kI32Min, kI64Min, 0},               // -2^63: int64's minimum, exact
+    {-9223373136366403584.f, kI32Min, kI64Min, 0},               // the float below -2^63
+    {3e38f, kI32Max, kI64Max, 255},
+    {-3e38f, kI32Min, kI64Min, 0},
+    {255.9f, 255, 255, 255},  // truncated, in uint8's range
+    {256.f, 256, 256, 255},   // just past uint8
+    {300.5f, 300, 300, 255},
+    {2.7f, 2, 2, 2},  // truncation toward zero
+    {-2.7f, -2, -2, 0},
+    {-0.5f, 0, 0, 0},  // truncates to 0, in every range
+    {-0.99f, 0, 0, 0},
+    {-1.f, -1, -1, 0},  // below uint8: saturates to 0
+    {-0.f, 0, 0, 0},
+    {1e-45f, 0, 0, 0},                      // the smallest subnormal
+    {16777217.f, 16777216, 16777216, 255},  // 2^24 + 1 is no float: 2^24
+};
+
+TEST(ElementwiseTest, AstypeFromFloatTruncatesSaturatesAndSendsNaNToZero) {
+  std::vector<float> in;
+  std::vector<std::int32_t> i32;
+  std::vector<std::int64_t> i64;
+  std::vector<std::uint8_t> u8;
+  for (const FloatToIntegers& row : kFloatToIntegers) {
+    in.push_back(row.in);
+    i32.push_back(row.i32);
+    i64.push_back(row.i64);
+    u8.push_back(row.u8);
+  }
+  const Shape shape{static_cast<std::int64_t>(in.size())};
+  for (Context ctx : all_devices()) {
+    const NDArray x = array(in, shape, ctx);
+    EXPECT_EQ(x.astype(DType::kInt32).to_vector<std::int32_t>(), i32) << ctx;
+    EXPECT_EQ(x.astype(DType::kInt64).to_vector<std::int64_t>(), i64) << ctx;
+    EXPECT_EQ(x.astype(DType::kUInt8).to_vector<std::uint8_t>(), u8) << ctx;
+    // A large array: the CPU kernel's vectorized loop and its remainder.
+    std::vector<float> many;
+    std::vector<std::int32_t> many_i32;
+    for (int k = 0; k < 37; ++k) {
+      for (const FloatToIntegers& row : kFloatToIntegers) {
+        many.push_back(row.in);
+        many_i32.push_back(row.i32);
+      }
+    }
+    EXPECT_EQ(array(many, {static_cast<std::int64_t>(many.size())}, ctx)
+                  .astype(DType::kInt32)
+                  .to_vector<std::int32_t>(),
+              many_i32)
+        << ctx;
+  }
+}
+
+TEST(ElementwiseTest, AstypeBetweenIntegersWrapsAndToFloatRoundsToNearest) {
+  for (Context ctx : all_devices()) {
+    // int64 to int32 and uint8: the value modulo 2^32 or 2^8, as NumPy wraps.
+    const NDArray wide = array(
+        std::vector<std::int64_t>{(std::int64_t{1} << 32) + 5, std::int64_t{1} << 31,
+                                  -(std::int64_t{1} << 31) - 1, 256, -1, 300, kI64Max, kI64Min, -7},
+        {9}, ctx);
+    EXPECT_EQ(wide.astype(DType::kInt32).to_vector<std::int32_t>(),
+              (std::vector<std::int32_t>{5, kI32Min, kI32Max, 256, -1, 300, -1, 0, -7}))
+        << ctx;
+    EXPECT_EQ(wide.astype(DType::kUInt8).to_vector<std::uint8_t>(),
+              (std::vector<std::uint8_t>{5, 0, 255, 0, 255, 44, 255, 0, 249}))
+        << ctx;
+    // int32 to uint8 wraps; to int64 is exact.
+    const NDArray narrow = array(std::vector<std::int32_t>{-2, 511, kI32Min, kI32Max}, {4}, ctx);
+    EXPECT_EQ(narrow.astype(DType::kUInt8).to_vector<std::uint8_t>(),
+              (std::vector<std::uint8_t>{254, 255, 0, 255}))
+        << ctx;
+    EXPECT_EQ(narrow.astype(DType::kInt64).to_vector<std::int64_t>(),
+              (std::vector<std::int64_t>{-2, 511, kI32Min, kI32Max}))
+        << ctx;
+    // To float32: the nearest float, ties to the even one.
+    const NDArray exact = array(
+        std::vector<std::int64_t>{16777217, 16777219, kI64Max, kI64Min, kI32Max, -3}, {6}, ctx);
+    EXPECT_EQ(exact.astype(DType::kFloat32).to_vector<float>(),
+              (std::vector<float>{16777216.f, 16777220.f, 9223372036854775808.f,
+                                  -9223372036854775808.f, 2147483648.f, -3.f}))
+        << ctx;
   }
 }
 
