@@ -87,6 +87,12 @@ class Stream {
   virtual void enqueue_timestamp(std::int64_t* out) = 0;
   /// cudaStream_t on real GPUs, null on simulated ones.
   virtual void* native_handle() { return nullptr; }
+  /// Makes this stream's GPU the calling thread's current device
+  /// (cudaSetDevice on a real GPU), which a thread must have to launch work
+  /// onto the stream. The engine's workers have it already; a thread of
+  /// your own (completing an operation later, say) calls this first. Throws
+  /// DeviceError when the device cannot be selected.
+  virtual void make_device_current() = 0;
 
   /// First error raised by work on the stream, or null.
   std::exception_ptr error() const {

@@ -73,6 +73,9 @@ class CudaStream final : public Stream {
   void synchronize(std::uint64_t seq) override;
   void when_finished(std::uint64_t seq, HostFunction fn) override;
   void* native_handle() override { return static_cast<void*>(stream_); }
+  void make_device_current() override {
+    check_cuda(cudaSetDevice(device()), "cudaSetDevice", context());
+  }
 
  private:
   /// A recorded mark the poller has not yet seen complete.

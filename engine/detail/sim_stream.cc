@@ -67,6 +67,10 @@ void SimStream::enqueue_timestamp(std::int64_t* out) {
   push_item({Item::Type::kHost, [out] { *out = profiler_now(); }, 0, nullptr});
 }
 
+void SimStream::make_device_current() {
+  sim::check_status(sim::set_device(context().index), "cudaSetDevice", context());
+}
+
 std::uint64_t SimStream::record() {
   check_not_in_host_work("cudaEventRecord");
   std::uint64_t seq;

@@ -26,6 +26,7 @@ class SimStream final : public Stream {
   bool finished(std::uint64_t seq) override;
   void synchronize(std::uint64_t seq) override;
   void when_finished(std::uint64_t seq, HostFunction fn) override;
+  void make_device_current() override;
 
  private:
   struct Item {

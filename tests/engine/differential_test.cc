@@ -40,7 +40,6 @@
 #include <gtest/gtest.h>
 
 #include "engine/config.h"
-#include "engine/detail/sim_runtime.h"
 #include "engine/engine.h"
 #include "engine/inline_function.h"
 #include "engine/stream.h"
@@ -225,7 +224,7 @@ Operation make_operation(const Binding& b, const OpSpec& op, const std::vector<V
           if (stream != nullptr) {
             // Another thread launching onto the GPU selects it first, as
             // CUDA requires (Note [Simulated CUDA rules]).
-            const detail::sim::ScopedDevice on_device(stream->context().index);
+            stream->make_device_current();
             stream->enqueue_host([bp, opp] { run_work(*bp, *opp); });
           } else {
             run_work(*bp, *opp);

@@ -112,6 +112,14 @@ TEST_F(SimRuntimeTest, ALaunchIntoAnotherDevicesStreamIsRefused) {
     }
     stream.synchronize(stream.record());
     EXPECT_TRUE(ran.load());
+    // A thread of the user's own selects the stream's device through the stream.
+    std::atomic<bool> ran_from_other_thread{false};
+    std::thread([&] {
+      stream.make_device_current();
+      stream.enqueue_host([&] { ran_from_other_thread.store(true); });
+    }).join();
+    stream.synchronize(stream.record());
+    EXPECT_TRUE(ran_from_other_thread.load());
     EXPECT_EQ(stream.error(), nullptr);
   });
 }
