@@ -51,6 +51,10 @@ void NaiveEngine::delete_var(VarHandle var, VarDeleter on_deleted) {
 
 Stream* NaiveEngine::stream_for(Context ctx, QueueKind queue) {
   if (!ctx.is_gpu()) {
+    TAGFLOW_CHECK_AS(DeviceError, ctx.is_cpu() || ctx.is_cpu_pinned(),
+                     "push: {} is a device of unknown type: expected cpu(i), gpu(i) or "
+                     "cpu_pinned(i)",
+                     ctx.str());
     TAGFLOW_CHECK_AS(DeviceError, ctx.index >= 0, "push: {} is not a valid device", ctx.str());
     return nullptr;
   }

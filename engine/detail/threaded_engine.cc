@@ -67,6 +67,12 @@ WorkerPool* ThreadedEngine::pool_for(const char* op_name, Context ctx, QueueKind
     }
     slot = kMaxCpuDevices + 2 * ctx.index + (queue == QueueKind::kCopy ? 1 : 0);
   } else {
+    if (!ctx.is_cpu() && !ctx.is_cpu_pinned()) [[unlikely]] {
+      throw_error<DeviceError>(
+          "push: operation '{}' targets {}, a device of unknown type: expected cpu(i), gpu(i) "
+          "or cpu_pinned(i)",
+          op_name, ctx.str());
+    }
     if (ctx.index < 0 || ctx.index >= kMaxCpuDevices) [[unlikely]] {
       throw_error<DeviceError>("push: operation '{}' targets {}; CPU device indices are 0..{}",
                                op_name, ctx.str(), kMaxCpuDevices - 1);

@@ -353,6 +353,15 @@ TEST_P(EngineErrorTest, BadPushesGiveTypedErrorsAndLoseNothing) {
       EXPECT_NE(std::string(e.what()).find("gpu(5)"), std::string::npos) << e.what();
       EXPECT_NE(std::string(e.what()).find("2 GPU"), std::string::npos) << e.what();
     }
+    try {
+      engine_->push({.name = "unknown device",
+                     .ctx = Context{static_cast<DeviceType>(7), 0},
+                     .writes = {x},
+                     .fn = [](const RunContext&) { ADD_FAILURE() << "ran on an unknown device"; }});
+      FAIL() << "accepted a context of unknown device type";
+    } catch (const DeviceError& e) {
+      EXPECT_NE(std::string(e.what()).find("unknown type"), std::string::npos) << e.what();
+    }
     EXPECT_THROW(engine_->push({.name = "empty", .ctx = cpu(0), .writes = {x}}), Error);
     EXPECT_THROW(engine_->push({.name = "null var",
                                 .ctx = cpu(0),
