@@ -40,23 +40,25 @@ void NaiveEngine::delete_var(VarHandle var, VarDeleter on_deleted) {
     return;
   }
   TAGFLOW_CHECK(var != nullptr, "delete_var: expected a variable, got null");
-  // Every operation has completed, device work included (push synchronises).
-  {
-    std::lock_guard lock(mutex_);
-    profiled_writers_.erase(var);
-  }
+  run_exclusively({.deleted = var, .on_deleted = std::move(on_deleted)});
+}
+
+void NaiveEngine::delete_now(VarHandle var, VarDeleter& on_deleted) {
+  // Every operation pushed before has completed, device work included (each
+  // synchronises its stream).
+  profiled_writers_.erase(var);
   delete var;
   if (on_deleted) run_deleter(on_deleted);
 }
 
-Stream* NaiveEngine::stream_for(Context ctx, QueueKind queue) {
+void NaiveEngine::check_context(Context ctx) const {
   if (!ctx.is_gpu()) {
     TAGFLOW_CHECK_AS(DeviceError, ctx.is_cpu() || ctx.is_cpu_pinned(),
                      "push: {} is a device of unknown type: expected cpu(i), gpu(i) or "
                      "cpu_pinned(i)",
                      ctx.str());
     TAGFLOW_CHECK_AS(DeviceError, ctx.index >= 0, "push: {} is not a valid device", ctx.str());
-    return nullptr;
+    return;
   }
   const int n = num_gpus();
   if (ctx.index < 0 || ctx.index >= n) {
@@ -65,6 +67,10 @@ Stream* NaiveEngine::stream_for(Context ctx, QueueKind queue) {
                                  ? std::string("there is no GPU (") + backend_->status() + ")"
                                  : fmt::format("only {} GPU(s) exist: gpu(0)..gpu({})", n, n - 1));
   }
+}
+
+Stream* NaiveEngine::stream_for(Context ctx, QueueKind queue) {
+  if (!ctx.is_gpu()) return nullptr;
   auto& stream = streams_[{ctx.index, queue}];
   if (!stream) stream = backend_->make_stream(ctx, queue);
   return stream.get();
@@ -74,25 +80,69 @@ void NaiveEngine::push(Operation op) {
   if (fork_check_.forked()) [[unlikely]]
     throw_fork_error("push");
   TAGFLOW_CHECK(static_cast<bool>(op.fn), "push: operation '{}' has no closure", op.name);
-  std::lock_guard lock(mutex_);
-  Stream* stream = stream_for(op.ctx, op.queue);
-  OpBlock block;
-  block.name = op.name;
-  block.ctx = op.ctx;
-  block.engine = this;
-  block.set_deps(op.reads, op.writes);
-  block.fn = std::move(op.fn);
-  block.seq = next_seq_++;
-  pushed_.fetch_add(1, std::memory_order_relaxed);
+  check_context(op.ctx);
+  auto block = std::make_unique<OpBlock>();
+  block->name = op.name;
+  block->ctx = op.ctx;
+  block->engine = this;
+  block->set_deps(op.reads, op.writes);
+  block->fn = std::move(op.fn);
   if (profiling()) [[unlikely]] {
-    // Pushed, ready and started at once: the naive engine runs it here.
-    block.profile = new ProfileMarks{.name = block.name,
-                                     .ctx = block.ctx,
-                                     .queue = op.queue,
-                                     .priority = op.priority,
-                                     .seq = block.seq,
-                                     .pushed = profiler_now()};
-    block.profile->ready = block.profile->started = block.profile->pushed;
+    block->profile = new ProfileMarks{.name = block->name,
+                                      .ctx = block->ctx,
+                                      .queue = op.queue,
+                                      .priority = op.priority,
+                                      .pushed = profiler_now()};
+  }
+  pushed_.fetch_add(1, std::memory_order_relaxed);
+  run_exclusively({.op = std::move(block), .queue = op.queue, .priority = op.priority});
+}
+
+void NaiveEngine::run_exclusively(Deferred first) {
+  // Note [Naive engine order].
+  if (inside_own_operation()) {
+    deferred_.push_back(std::move(first));
+    return;
+  }
+  {
+    std::lock_guard lock(handover_mutex_);
+    if (awaiting_completion_) {
+      handed_over_.push_back(std::move(first));
+      return;
+    }
+  }
+  std::lock_guard lock(mutex_);
+  owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  deferred_.push_back(std::move(first));
+  while (!deferred_.empty()) {
+    Deferred next = std::move(deferred_.front());
+    deferred_.pop_front();
+    try {
+      if (next.op) {
+        run(*next.op, next.queue, next.priority);
+      } else {
+        delete_now(next.deleted, next.on_deleted);
+      }
+    } catch (...) {  // no memory for the bookkeeping: still reported, and the rest runs
+      if (!first_error_) first_error_ = std::current_exception();
+    }
+  }
+  owner_.store(std::thread::id(), std::memory_order_relaxed);
+}
+
+void NaiveEngine::run(OpBlock& block, QueueKind queue, int priority) {
+  static_cast<void>(priority);  // one operation at a time: nothing to order
+  Stream* stream = nullptr;
+  try {
+    stream = stream_for(block.ctx, queue);
+  } catch (...) {
+    block.error = block.wrap(std::current_exception());
+  }
+  block.seq = next_seq_++;
+  if (block.profile != nullptr) [[unlikely]] {
+    // Ready and started when it runs (the push that deferred it returned).
+    block.profile->seq = block.seq;
+    block.profile->ready = block.profile->started = profiler_now();
     for (const Dep& d : block.deps) {
       const auto writer = profiled_writers_.find(d.var);
       if (reads_value(d.access) && writer != profiled_writers_.end()) {
@@ -105,10 +155,12 @@ void NaiveEngine::push(Operation op) {
       if (is_write(d.access)) profiled_writers_.erase(d.var);
     }
   }
-  for (const Dep& d : block.deps) {
-    if (reads_value(d.access) && d.var->error) {
-      block.error = d.var->error;  // inherited: skipped
-      break;
+  if (!block.error) {
+    for (const Dep& d : block.deps) {
+      if (reads_value(d.access) && d.var->error) {
+        block.error = d.var->error;  // inherited: skipped
+        break;
+      }
     }
   }
   if (!block.error) {
@@ -144,7 +196,17 @@ void NaiveEngine::push(Operation op) {
         }                    // a Completion the closure did not take is dropped here: fails the op
         me.running = outer;  // the wait below is ours, not the operation's
         block.stage.store(OperationStage::kLaunched, std::memory_order_relaxed);
+        {
+          std::lock_guard lock(handover_mutex_);
+          awaiting_completion_ = true;
+        }
         finished.wait();
+        {
+          std::lock_guard lock(handover_mutex_);
+          awaiting_completion_ = false;
+          for (Deferred& d : handed_over_) deferred_.push_back(std::move(d));
+          handed_over_.clear();
+        }
         if (launch_error) std::rethrow_exception(launch_error);
         if (finished.error) std::rethrow_exception(finished.error);
       }
@@ -234,7 +296,9 @@ bool NaiveEngine::finish_pending(std::chrono::milliseconds stall) {
       return false;
     }
   }
-  std::lock_guard lock(mutex_);
+  // exit() from inside an operation: this thread holds the lock already.
+  std::unique_lock lock(mutex_, std::defer_lock);
+  if (!inside_own_operation()) lock.lock();
   if (first_error_) {
     spdlog::warn("engine: exiting with an operation error never waited for: {}",
                  describe(first_error_));
@@ -242,10 +306,20 @@ bool NaiveEngine::finish_pending(std::chrono::milliseconds stall) {
   return true;
 }
 
+void NaiveEngine::check_not_running_here(const char* what) const {
+  check_not_inside_operation(what);
+  if (inside_own_operation()) [[unlikely]] {
+    throw_error<WaitInsideOperationError>(
+        "{} called from a variable's deleter: the naive engine runs it with its lock held "
+        "(deadlock). Wait from outside.",
+        what);
+  }
+}
+
 void NaiveEngine::rethrow_error_of(VarHandle var, const char* what) {
   if (fork_check_.forked()) [[unlikely]]
     throw_fork_error(what);
-  check_not_inside_operation(what);
+  check_not_running_here(what);
   TAGFLOW_CHECK(var != nullptr, "{}: expected a variable, got null", what);
   std::lock_guard lock(mutex_);
   if (var->error) std::rethrow_exception(var->error);
@@ -258,7 +332,7 @@ void NaiveEngine::wait_to_write(VarHandle var) { rethrow_error_of(var, "wait_to_
 void NaiveEngine::wait_for_all() {
   if (fork_check_.forked()) [[unlikely]]
     throw_fork_error("wait_for_all");
-  check_not_inside_operation("wait_for_all");
+  check_not_running_here("wait_for_all");
   std::lock_guard lock(mutex_);
   if (auto error = std::exchange(first_error_, nullptr)) std::rethrow_exception(error);
 }

@@ -4,12 +4,28 @@
 // debugging: a failure then points at the push that caused it. Same
 // semantics as the threaded engine, errors on variables included.
 // Internal to engine/; reach it through make_engine() with TAGFLOW_ENGINE=naive.
+//
+// Note [Naive engine order]
+// One operation runs at a time, under a lock, in the thread that pushed it.
+// Two kinds of push cannot run at once and still keep push order:
+// - From inside a running operation (a closure pushing follow-up work, or
+//   deleting a variable): running it there would run it inside its parent,
+//   before the parent's own later writes. It is deferred, and runs (as does
+//   a deletion) as soon as the parent returns, before the lock is let go.
+// - From another thread while the running operation is asynchronous and
+//   waits for its Completion: that thread may be the one that completes it,
+//   after pushing (a completion callback pushing follow-up work). Blocking
+//   it on the lock would deadlock; its push is handed to the running thread,
+//   which runs it once the completion came.
+// Such a push returns before its operation ran; a wait for it runs it first.
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "engine/detail/device_backend.h"
@@ -43,15 +59,46 @@ class NaiveEngine final : public Engine, public EngineCore {
   void stop_workers() override {}
 
  private:
+  /// A push or deletion that runs later (Note [Naive engine order]).
+  struct Deferred {
+    std::unique_ptr<OpBlock> op;  ///< null for a deletion
+    QueueKind queue = QueueKind::kCompute;
+    int priority = 0;
+    VarHandle deleted = nullptr;
+    VarDeleter on_deleted;
+  };
+
+  /// Throws DeviceError for a context no operation can run on.
+  void check_context(Context ctx) const;
   Stream* stream_for(Context ctx, QueueKind queue);
+  /// True when the calling thread runs an operation of this engine.
+  bool inside_own_operation() const {
+    return owner_.load(std::memory_order_relaxed) == std::this_thread::get_id();
+  }
+  /// Takes the lock and runs `first`, then everything deferred meanwhile.
+  void run_exclusively(Deferred first);
+  /// Runs one operation (the lock held).
+  void run(OpBlock& block, QueueKind queue, int priority);
+  /// Deletes a variable (the lock held): its operations have all completed.
+  void delete_now(VarHandle var, VarDeleter& on_deleted);
   void rethrow_error_of(VarHandle var, const char* what);
+  /// check_not_inside_operation, and no wait from a deleter (it holds the lock).
+  void check_not_running_here(const char* what) const;
 
   EngineConfig config_;
   /// Tells a forked child, where the streams' threads do not exist, and the
   /// mutex may be held by a thread that does not either (Note [Engine lifetime]).
   ForkCheck fork_check_;
   std::unique_ptr<DeviceBackend> backend_;
-  std::recursive_mutex mutex_;  // one operation at a time; closures may push
+  std::mutex mutex_;  // one operation at a time
+  /// The thread holding mutex_, while it holds it.
+  std::atomic<std::thread::id> owner_{};
+  /// Pushed from inside the running operation, in push order (under mutex_).
+  std::deque<Deferred> deferred_;
+  /// Handed over while the running operation waits for its Completion.
+  std::mutex handover_mutex_;
+  bool awaiting_completion_ = false;   // under handover_mutex_
+  std::vector<Deferred> handed_over_;  // under handover_mutex_
   std::map<std::pair<int, QueueKind>, std::unique_ptr<Stream>> streams_;
   std::exception_ptr first_error_;
   /// Profiling: push numbers, and the last profiled writer of each variable.

@@ -528,6 +528,88 @@ TEST_P(EngineTest, OperationsMayPushOperations) {
   });
 }
 
+// Conflicting operations run in push order on every engine, even when one is
+// pushed from inside the other: the nested one runs after its parent, never
+// inside it (Note [Naive engine order]).
+TEST_P(EngineTest, NestedPushOnTheSameVariableRunsAfterItsParent) {
+  run_with_timeout(30s, [&] {
+    for (Context ctx : devices()) {
+      VarHandle x = engine_->new_var();
+      int value = 0;  // guarded by x
+      std::atomic<bool> nested_ran{false};
+      engine_->push({.name = "parent", .ctx = ctx, .writes = {x}, .fn = [&](const RunContext&) {
+                       value = 1;
+                       engine_->push({.name = "times ten",
+                                      .ctx = ctx,
+                                      .reads = {x},
+                                      .writes = {x},
+                                      .fn = [&](const RunContext&) {
+                                        value *= 10;
+                                        nested_ran.store(true);
+                                      }});
+                       value = 2;
+                     }});
+      // A wait pushed now may come before the nested push: wait until it ran.
+      while (!nested_ran.load()) engine_->wait_for_all();
+      engine_->wait_to_read(x);
+      EXPECT_EQ(value, 20) << ctx;
+      engine_->delete_var(x);
+    }
+  });
+}
+
+// A completion callback that pushes follow-up work before calling done(),
+// from the thread that completes the operation.
+TEST_P(EngineTest, PushFromTheCompletingThreadBeforeDone) {
+  run_with_timeout(30s, [&] {
+    VarHandle x = engine_->new_var();
+    VarHandle y = engine_->new_var();
+    std::atomic<bool> followed{false};
+    std::thread completer;
+    engine_->push({.name = "async",
+                   .ctx = cpu(0),
+                   .writes = {x},
+                   .fn = [&](const RunContext&, Completion done) {
+                     completer = std::thread([&, done = std::move(done)]() mutable {
+                       engine_->push({.name = "follow-up",
+                                      .ctx = cpu(1),
+                                      .reads = {x},
+                                      .writes = {y},
+                                      .fn = [&](const RunContext&) { followed.store(true); }});
+                       done.done();
+                     });
+                   }});
+    // The follow-up is pushed after this thread's waits may be: wait until it ran.
+    while (!followed.load()) engine_->wait_for_all();
+    engine_->wait_to_read(y);
+    engine_->wait_to_read(x);
+    completer.join();
+    engine_->delete_var(x);
+    engine_->delete_var(y);
+  });
+}
+
+// delete_var from inside an operation that writes the variable: the deleter
+// (for an array, handing its memory back) runs only after the operation.
+TEST_P(EngineTest, DeleteVarInsideAnOperationWaitsForIt) {
+  run_with_timeout(30s, [&] {
+    for (Context ctx : devices()) {
+      VarHandle x = engine_->new_var();
+      std::atomic<bool> deleted{false};
+      std::atomic<bool> deleted_while_running{false};
+      engine_->push({.name = "writer", .ctx = ctx, .writes = {x}, .fn = [&](const RunContext&) {
+                       engine_->delete_var(x, [&] { deleted.store(true); });
+                       std::this_thread::sleep_for(5ms);
+                       deleted_while_running.store(deleted.load());
+                     }});
+      engine_->wait_for_all();
+      for (int i = 0; i < 5000 && !deleted.load(); ++i) std::this_thread::sleep_for(1ms);
+      EXPECT_TRUE(deleted.load()) << ctx;
+      EXPECT_FALSE(deleted_while_running.load()) << ctx << ": the deleter ran inside the operation";
+    }
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Engines, EngineTest, testing::engine_params(), testing::engine_param_name);
 
 }  // namespace
