@@ -79,6 +79,8 @@ struct alignas(64) OpBlock : Pooled<OpBlock> {
 
   int priority = 0;
   OpKind kind = OpKind::kUser;
+  /// Which of the two push epochs it was counted in (Note [Waiting for all]).
+  std::uint8_t epoch_slot = 0;
   QueueKind queue = QueueKind::kCompute;
   /// What it is doing, for the dependency dump only (relaxed stores).
   std::atomic<OperationStage> stage{OperationStage::kWaiting};

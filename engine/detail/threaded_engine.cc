@@ -187,20 +187,28 @@ void ThreadedEngine::push(Operation op) {
   }
 }
 
-std::uint64_t ThreadedEngine::completed_count() const {
-  std::uint64_t completed = external_completed_.load(std::memory_order_seq_cst);
+std::uint64_t ThreadedEngine::completed_count(int slot) const {
+  if (slot < 0) return completed_count(0) + completed_count(1);
+  std::uint64_t completed = external_completed_[slot].load(std::memory_order_seq_cst);
   const int n = num_started_.load(std::memory_order_acquire);
-  for (int i = 0; i < n; ++i) completed += started_[static_cast<std::size_t>(i)]->completed();
+  for (int i = 0; i < n; ++i) completed += started_[static_cast<std::size_t>(i)]->completed(slot);
   return completed;
+}
+
+bool ThreadedEngine::slot_drained(int slot) const {
+  // Completions first, pushes second: equal counts then mean that at the
+  // moment the completions were read, everything pushed had completed.
+  const std::uint64_t completed = completed_count(slot);
+  return completed == pushed_count(slot);
 }
 
 void ThreadedEngine::throttle() {
   // See Note [Bounded run-ahead].
   const auto limit = static_cast<std::uint64_t>(config_.max_pending);
   std::uint64_t completed = completed_count();
-  if (pushed_.load(std::memory_order_relaxed) - completed <= limit) return;
+  if (pushed_count() - completed <= limit) return;
   auto last_progress = std::chrono::steady_clock::now();
-  for (int round = 0; pushed_.load(std::memory_order_relaxed) - completed > limit / 2; ++round) {
+  for (int round = 0; pushed_count() - completed > limit / 2; ++round) {
     if (round < 16) {
       std::this_thread::yield();
     } else {
@@ -218,7 +226,9 @@ void ThreadedEngine::throttle() {
 }
 
 void ThreadedEngine::submit(OpBlock* op) {
-  pushed_.fetch_add(1, std::memory_order_relaxed);
+  const auto slot = static_cast<std::uint8_t>(epoch_.load(std::memory_order_relaxed) & 1);
+  op->epoch_slot = slot;
+  pushed_[slot].fetch_add(1, std::memory_order_relaxed);
   op->seq = next_seq_++;
   if (op->profile != nullptr || !profiled_writers_.empty()) [[unlikely]]
     note_flows(*op);
@@ -382,22 +392,23 @@ void ThreadedEngine::complete(OpBlock* op, Followers* followers) {
     for (Edge* e = stack; e != nullptr; e = e->next) successors.push_back(e->to);
     std::reverse(successors.begin() + first, successors.end());
   }
+  const int slot = op->epoch_slot;
   release(op);
   for (OpBlock* successor : successors) {
     if (successor->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       on_ready(successor, followers);
     }
   }
-  count_completion();
+  count_completion(slot);
 }
 
-void ThreadedEngine::count_completion() {
+void ThreadedEngine::count_completion(int slot) {
   const WorkerIdentity& me = this_worker();
   if (me.pool != nullptr && me.pool->engine() == this) {
-    me.pool->count_completion(me.index);  // checked by notify_idle when it runs dry
+    me.pool->count_completion(me.index, slot);  // checked by notify_idle when it runs dry
     return;
   }
-  external_completed_.fetch_add(1, std::memory_order_seq_cst);
+  external_completed_[slot].fetch_add(1, std::memory_order_seq_cst);
   notify_idle();
 }
 

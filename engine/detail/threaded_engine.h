@@ -49,6 +49,21 @@
 // waiting for something the client itself will do later (an asynchronous
 // operation it completes), and a throttle must never turn into a deadlock.
 //
+// Note [Waiting for all]
+// wait_for_all() waits for the operations pushed before it was called, not
+// for those pushed while it waits: with a producer that never pauses, "until
+// nothing is pending" would never come. Pushes are counted in epochs: each
+// operation is counted, with the epoch's parity (its slot), when it is
+// pushed, and again when it completes. A waiter takes the epoch open when it
+// was called as its target. To close an epoch (and open the next) the
+// other slot must have drained: it holds only older epochs, all closed, so
+// no push adds to it and the wait for it ends. Then the target's slot stops
+// growing, and once it has drained, every epoch up to the target has
+// completed (complete_below_). Waiters that come while another waits share
+// its work: a closed target only needs its slot to drain, and a target two
+// epochs back is known complete. The counters stay per worker (relaxed, on
+// its own line), as before; the epoch is read under the push lock only.
+//
 // Note [Dependency state]
 // The engine keeps no list of pending operations: that would cost every push
 // and completion a shared write. The dump finds them where they live, in the
@@ -153,7 +168,7 @@ class ThreadedEngine final : public Engine, public EngineCore {
   void finish_host_op(OpBlock* op, Followers* followers);
   void finish(OpBlock* op, Followers* followers);
   void complete(OpBlock* op, Followers* followers);
-  void count_completion();
+  void count_completion(int slot);
   void record_error(const std::exception_ptr& error);
   void wait_on(VarHandle var, Access access, const char* what);
   /// Profiling: the flows into `op` from the last writers of what it reads
@@ -163,7 +178,15 @@ class ThreadedEngine final : public Engine, public EngineCore {
   static void profile_device_end(OpBlock& op, Stream* stream);
   static void profile_end(OpBlock& op, Stream* stream);
   void drain();
-  std::uint64_t completed_count() const;
+  /// Operations of epoch slot `slot` completed, or of both when -1.
+  std::uint64_t completed_count(int slot = -1) const;
+  /// Operations of epoch slot `slot` pushed, or of both when -1.
+  std::uint64_t pushed_count(int slot = -1) const {
+    if (slot >= 0) return pushed_[slot].load(std::memory_order_seq_cst);
+    return pushed_[0].load(std::memory_order_seq_cst) + pushed_[1].load(std::memory_order_seq_cst);
+  }
+  /// True when every operation counted in `slot` has completed.
+  bool slot_drained(int slot) const;
   /// Frees `op`, or parks it while a dump may read it (Note [Dependency state]).
   static void release(OpBlock* op) {
     if (inspections_.load(std::memory_order_seq_cst) == 0) [[likely]] {
@@ -205,8 +228,12 @@ class ThreadedEngine final : public Engine, public EngineCore {
   /// operation records (Note [Dependencies as edges]).
   alignas(64) SpinLock push_lock_;
   std::uint64_t next_seq_ = 1;
-  alignas(64) std::atomic<std::uint64_t> pushed_{0};
-  alignas(64) std::atomic<std::uint64_t> external_completed_{0};
+  /// The push epoch (Note [Waiting for all]): changed under the push lock.
+  std::atomic<std::uint64_t> epoch_{0};
+  /// Every epoch below this one has completed.
+  std::atomic<std::uint64_t> complete_below_{0};
+  alignas(64) std::atomic<std::uint64_t> pushed_[2] = {0, 0};
+  alignas(64) std::atomic<std::uint64_t> external_completed_[2] = {0, 0};
   alignas(64) std::atomic<std::uint32_t> all_waiters_{0};
   std::atomic<std::uint32_t> completers_inside_{0};
   WakeWord all_done_;

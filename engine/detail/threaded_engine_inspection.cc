@@ -100,7 +100,7 @@ void ThreadedEngine::park(OpBlock* op) {
 OperationCounts ThreadedEngine::operation_counts() const {
   // Completions first: a count read later can only be higher.
   const std::uint64_t completed = completed_count();
-  return {pushed_.load(std::memory_order_seq_cst), completed};
+  return {pushed_count(), completed};
 }
 
 DependencyState ThreadedEngine::dependency_state() {

@@ -70,14 +70,48 @@ void ThreadedEngine::wait_for_all() {
 }
 
 void ThreadedEngine::drain() {
+  // Note [Waiting for all] in threaded_engine.h.
+  auto raise = [](std::atomic<std::uint64_t>& bound, std::uint64_t value) {
+    std::uint64_t now = bound.load(std::memory_order_relaxed);
+    while (now < value && !bound.compare_exchange_weak(now, value, std::memory_order_acq_rel)) {
+    }
+  };
   all_waiters_.fetch_add(1, std::memory_order_seq_cst);
+  std::uint64_t target;
+  {
+    std::lock_guard lock(push_lock_);
+    target = epoch_.load(std::memory_order_relaxed);
+  }
+  const int target_slot = static_cast<int>(target & 1);
+  const int other_slot = 1 - target_slot;
   for (;;) {
-    const std::uint32_t epoch = all_done_.epoch();
-    // Completions first, pushes second: equal counts then mean that at the
-    // moment the completions were read, everything pushed had completed.
-    const std::uint64_t completed = completed_count();
-    if (completed == pushed_.load(std::memory_order_seq_cst)) break;
-    all_done_.wait(epoch);
+    const std::uint32_t wake = all_done_.epoch();
+    if (complete_below_.load(std::memory_order_acquire) > target) break;
+    const std::uint64_t now = epoch_.load(std::memory_order_acquire);
+    if (now == target) {
+      // Open: close it once the older epochs (the other slot) have drained.
+      if (slot_drained(other_slot)) {
+        std::lock_guard lock(push_lock_);
+        if (epoch_.load(std::memory_order_relaxed) == target) {
+          raise(complete_below_, target);
+          epoch_.store(target + 1, std::memory_order_release);
+        }
+        continue;
+      }
+    } else if (now == target + 1) {
+      // Closed: nothing is added to its slot any more.
+      if (slot_drained(target_slot)) {
+        raise(complete_below_, target + 1);
+        break;
+      }
+    } else {
+      // Two epochs on: closing target + 1 needed target's slot drained.
+      raise(complete_below_, target + 1);
+      break;
+    }
+    // Idle workers wake us; with pushes going on they may never be idle, so
+    // look again now and then.
+    all_done_.wait_for(wake, std::chrono::milliseconds(1));
   }
   all_waiters_.fetch_sub(1, std::memory_order_seq_cst);
   // Operations on GPUs complete when launched; their device work may still
@@ -112,8 +146,7 @@ bool ThreadedEngine::finish_pending(std::chrono::milliseconds stall) {
   auto stalled = [&] { return Clock::now() - last_progress > stall; };
   auto pause = [] { std::this_thread::sleep_for(std::chrono::microseconds(200)); };
   // Completions first, pushes second, as in drain().
-  for (std::uint64_t completed = completed_count();
-       completed != pushed_.load(std::memory_order_seq_cst);) {
+  for (std::uint64_t completed = completed_count(); completed != pushed_count();) {
     pause();
     const std::uint64_t now_completed = completed_count();
     if (now_completed != completed) {

@@ -1,6 +1,7 @@
 #include "engine/detail/wake_word.h"
 
 #include <bit>
+#include <ctime>
 #include <thread>
 
 #if defined(__linux__)
@@ -18,16 +19,24 @@ static_assert(sizeof(std::atomic<std::uint64_t>) == sizeof(std::uint64_t));
 
 std::uint32_t* WakeWord::futex_word() { return reinterpret_cast<std::uint32_t*>(&state_); }
 
-void WakeWord::wait(std::uint32_t seen) {
+void WakeWord::wait_for(std::uint32_t seen, std::chrono::nanoseconds limit) {
   // Register, unless the epoch has moved since the caller's check.
   std::uint64_t state = state_.load(std::memory_order_seq_cst);
   do {
     if (epoch_of(state) != seen) return;
   } while (!state_.compare_exchange_weak(state, state + kOneBlocked, std::memory_order_seq_cst));
 #if defined(__linux__)
-  syscall(SYS_futex, futex_word(), FUTEX_WAIT_PRIVATE, seen, nullptr, nullptr, 0);
+  // A timeout is a spurious return: the leaving below is the same.
+  timespec relative{};
+  relative.tv_sec = static_cast<time_t>(limit.count() / 1'000'000'000);
+  relative.tv_nsec = static_cast<long>(limit.count() % 1'000'000'000);
+  syscall(SYS_futex, futex_word(), FUTEX_WAIT_PRIVATE, seen,
+          limit.count() > 0 ? &relative : nullptr, nullptr, 0);
 #else
-  while (epoch() == seen) std::this_thread::yield();
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (epoch() == seen && (limit.count() == 0 || std::chrono::steady_clock::now() < until)) {
+    std::this_thread::yield();
+  }
 #endif
   // Leave, taking an outstanding wake-up with us if there is one (they are
   // interchangeable: each is owed to some registered thread, which returns).

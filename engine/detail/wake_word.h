@@ -16,6 +16,7 @@
 // and no wake-up is ever lost to a thread that saw the bump coming.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 
 namespace tagflow::detail {
@@ -26,7 +27,9 @@ class WakeWord {
   std::uint32_t epoch() const { return epoch_of(state_.load(std::memory_order_seq_cst)); }
 
   /// Blocks while the epoch is still `seen` (may return spuriously).
-  void wait(std::uint32_t seen);
+  void wait(std::uint32_t seen) { wait_for(seen, std::chrono::nanoseconds::zero()); }
+  /// The same, for at most `limit` (no limit when zero).
+  void wait_for(std::uint32_t seen, std::chrono::nanoseconds limit);
 
   /// Advances the epoch and wakes one (or every) sleeping thread, if any.
   void wake_one() { bump(false); }

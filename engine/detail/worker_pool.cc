@@ -58,10 +58,10 @@ void WorkerPool::stop() {
   for (std::thread& t : threads_) t.join();
 }
 
-std::uint64_t WorkerPool::completed() const {
+std::uint64_t WorkerPool::completed(int slot) const {
   std::uint64_t total = 0;
   for (std::size_t i = 0; i < threads_.size(); ++i) {
-    total += counters_[i].completed.load(std::memory_order_acquire);
+    total += counters_[i].completed[slot].load(std::memory_order_acquire);
   }
   return total;
 }

@@ -64,11 +64,12 @@ class WorkerPool {
   /// Set once the stream's sticky error has been passed to wait_for_all
   /// (only touched by drain(), under the engine's drain lock).
   bool stream_error_reported = false;
-  /// Operations completed by this pool's workers (summed by wait_for_all).
-  std::uint64_t completed() const;
-  /// Counts one completion made by worker `index` of this pool.
-  void count_completion(int index) {
-    auto& c = counters_[static_cast<std::size_t>(index)].completed;
+  /// Operations of epoch slot `slot` completed by this pool's workers
+  /// (summed by wait_for_all, Note [Waiting for all] in threaded_engine.h).
+  std::uint64_t completed(int slot) const;
+  /// Counts one completion of an operation of slot `slot` made by worker `index`.
+  void count_completion(int index, int slot) {
+    auto& c = counters_[static_cast<std::size_t>(index)].completed[slot];
     c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   }
 
@@ -91,7 +92,7 @@ class WorkerPool {
   std::exception_ptr device_error_;
   ReadyQueue queue_;
   struct alignas(64) Counter {
-    std::atomic<std::uint64_t> completed{0};
+    std::atomic<std::uint64_t> completed[2] = {0, 0};
   };
   std::unique_ptr<Counter[]> counters_;
   alignas(64) std::atomic<std::uint32_t> idle_{0};

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <future>
 #include <mutex>
@@ -607,6 +608,60 @@ TEST_P(EngineTest, DeleteVarInsideAnOperationWaitsForIt) {
       EXPECT_TRUE(deleted.load()) << ctx;
       EXPECT_FALSE(deleted_while_running.load()) << ctx << ": the deleter ran inside the operation";
     }
+  });
+}
+
+// "Every operation pushed so far": a producer that never pauses does not
+// keep wait_for_all() from returning, and what was pushed before the call
+// has completed when it does (Note [Waiting for all]).
+TEST_P(EngineTest, WaitForAllIsBoundedByWhatWasPushedBeforeIt) {
+  run_with_timeout(60s, [&] {
+    VarHandle slow = engine_->new_var();
+    std::atomic<bool> slow_done{false};
+    std::atomic<bool> stop{false};
+    std::atomic<std::uint64_t> produced{0};
+    std::thread producer([&] {
+      std::vector<VarHandle> vars;
+      for (int i = 0; i < 8; ++i) vars.push_back(engine_->new_var());
+      for (std::uint64_t i = 0; !stop.load(std::memory_order_relaxed); ++i) {
+        // Longer than a push: the backlog never empties while it produces.
+        engine_->push({.name = "steady",
+                       .ctx = cpu(1),
+                       .writes = {vars[i % vars.size()]},
+                       .fn = [](const RunContext&) {
+                         const auto until = std::chrono::steady_clock::now() + 20us;
+                         while (std::chrono::steady_clock::now() < until) {
+                         }
+                       }});
+        produced.fetch_add(1, std::memory_order_relaxed);
+      }
+      for (VarHandle v : vars) engine_->delete_var(v);
+    });
+    while (produced.load() < 1000) std::this_thread::yield();
+    engine_->push({.name = "slow", .ctx = cpu(0), .writes = {slow}, .fn = [&](const RunContext&) {
+                     std::this_thread::sleep_for(20ms);
+                     slow_done.store(true);
+                   }});
+    // Should the wait not return while the producer runs, stop it after 10 s
+    // so that the test fails instead of hanging.
+    std::atomic<bool> waited{false};
+    std::thread stopper([&] {
+      for (int i = 0; i < 1000 && !waited.load(); ++i) std::this_thread::sleep_for(10ms);
+      stop.store(true);
+    });
+    const auto start = std::chrono::steady_clock::now();
+    engine_->wait_for_all();
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    const bool producer_still_running = !stop.load();
+    waited.store(true);
+    EXPECT_TRUE(slow_done.load()) << "wait_for_all returned before an operation pushed before it";
+    EXPECT_TRUE(producer_still_running)
+        << "wait_for_all returned only once the producer stopped, after "
+        << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count() << " ms";
+    stopper.join();
+    producer.join();
+    engine_->wait_for_all();
+    engine_->delete_var(slow);
   });
 }
 
