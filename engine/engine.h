@@ -112,7 +112,9 @@ class Engine {
   ///   engine.delete_var(var, [block] { allocator.release(block); });
   virtual void delete_var(VarHandle var, VarDeleter on_deleted) = 0;
 
-  /// Schedules `op`. Returns at once (the naive engine runs it first).
+  /// Schedules `op`. Returns at once (the naive engine runs it first, except
+  /// when pushed from inside an operation or while an asynchronous one waits
+  /// for its Completion: then after it, Note [Naive engine order]).
   /// Safe to call from several threads, and from inside operations.
   /// Throws tagflow::Error for an operation that cannot run (no closure, a
   /// device that does not exist).
@@ -124,8 +126,9 @@ class Engine {
   /// Blocks until every read and write pushed on `var` so far has completed;
   /// rethrows the error stored on `var`, if any.
   virtual void wait_to_write(VarHandle var) = 0;
-  /// Blocks until every operation pushed so far has completed (and device
-  /// work has finished); rethrows the first error raised since the last call.
+  /// Blocks until every operation pushed before the call has completed (and
+  /// device work has finished); operations other threads push meanwhile do
+  /// not hold it up. Rethrows the first error raised since the last call.
   virtual void wait_for_all() = 0;
 
   /// Operations pushed and completed so far; cheap, for progress checks.
