@@ -19,7 +19,7 @@
 // write, so the error reaches exactly the waits that depend on the failure.
 // `wait_to_read` / `wait_to_write` rethrow the variable's error;
 // `wait_for_all` rethrows the first error raised since the previous
-// `wait_for_all`. An operation that only writes a variable overwrites it:
+// `wait_for_all` returned (every thread waiting at that moment sees it). An operation that only writes a variable overwrites it:
 // when it succeeds, the variable's error is cleared. Device work that fails
 // after its GPU operation completed reaches the variables the same way
 // (Note [Errors of device work] in engine/stream.h).
@@ -128,7 +128,9 @@ class Engine {
   virtual void wait_to_write(VarHandle var) = 0;
   /// Blocks until every operation pushed before the call has completed (and
   /// device work has finished); operations other threads push meanwhile do
-  /// not hold it up. Rethrows the first error raised since the last call.
+  /// not hold it up. Rethrows the first error raised since the previous
+  /// wait_for_all returned, on any thread; threads waiting at the same time
+  /// all see it (Note [Errors seen by wait_for_all] in detail/error_report.h).
   virtual void wait_for_all() = 0;
 
   /// Operations pushed and completed so far; cheap, for progress checks.

@@ -22,9 +22,8 @@ NaiveEngine::~NaiveEngine() {
     abandon(std::move(backend_));
     return;
   }
-  if (first_error_) {
-    spdlog::warn("engine shut down with an operation error never waited for: {}",
-                 describe(first_error_));
+  if (std::exception_ptr error = errors_.unreported()) {
+    spdlog::warn("engine shut down with an operation error never waited for: {}", describe(error));
   }
 }
 
@@ -124,7 +123,7 @@ void NaiveEngine::run_exclusively(Deferred first) {
         delete_now(next.deleted, next.on_deleted);
       }
     } catch (...) {  // no memory for the bookkeeping: still reported, and the rest runs
-      if (!first_error_) first_error_ = std::current_exception();
+      errors_.record(std::current_exception());
     }
   }
   owner_.store(std::thread::id(), std::memory_order_relaxed);
@@ -245,7 +244,7 @@ void NaiveEngine::run(OpBlock& block, QueueKind queue, int priority) {
       record_op(copy);
     }
   }
-  if (block.error && !first_error_) first_error_ = block.error;
+  if (block.error) errors_.record(block.error);
   for (const Dep& d : block.deps) {
     if (is_write(d.access)) d.var->error = block.error;
   }
@@ -299,9 +298,8 @@ bool NaiveEngine::finish_pending(std::chrono::milliseconds stall) {
   // exit() from inside an operation: this thread holds the lock already.
   std::unique_lock lock(mutex_, std::defer_lock);
   if (!inside_own_operation()) lock.lock();
-  if (first_error_) {
-    spdlog::warn("engine: exiting with an operation error never waited for: {}",
-                 describe(first_error_));
+  if (std::exception_ptr error = errors_.unreported()) {
+    spdlog::warn("engine: exiting with an operation error never waited for: {}", describe(error));
   }
   return true;
 }
@@ -333,8 +331,13 @@ void NaiveEngine::wait_for_all() {
   if (fork_check_.forked()) [[unlikely]]
     throw_fork_error("wait_for_all");
   check_not_running_here("wait_for_all");
-  std::lock_guard lock(mutex_);
-  if (auto error = std::exchange(first_error_, nullptr)) std::rethrow_exception(error);
+  // Note [Errors seen by wait_for_all] in error_report.h: the window is the
+  // one open at the call, before the lock may make this thread wait.
+  const std::uint64_t window = errors_.open_window();
+  {
+    std::lock_guard lock(mutex_);  // what runs now has been pushed before
+  }
+  if (std::exception_ptr error = errors_.close(window)) std::rethrow_exception(error);
 }
 
 }  // namespace tagflow::detail

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "engine/detail/device_backend.h"
+#include "engine/detail/error_report.h"
 #include "engine/detail/lifetime.h"
 #include "engine/detail/op_block.h"
 #include "engine/engine.h"
@@ -100,7 +101,7 @@ class NaiveEngine final : public Engine, public EngineCore {
   bool awaiting_completion_ = false;   // under handover_mutex_
   std::vector<Deferred> handed_over_;  // under handover_mutex_
   std::map<std::pair<int, QueueKind>, std::unique_ptr<Stream>> streams_;
-  std::exception_ptr first_error_;
+  ErrorReport errors_;
   /// Profiling: push numbers, and the last profiled writer of each variable.
   std::uint64_t next_seq_ = 1;
   std::map<const VarBlock*, std::uint64_t> profiled_writers_;

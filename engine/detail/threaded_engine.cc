@@ -47,9 +47,8 @@ ThreadedEngine::~ThreadedEngine() {
   // complete_async() after the count that released drain().
   while (completers_inside_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
   for (auto& pool : owned_pools_) pool->stop();
-  if (has_error_.load()) {
-    spdlog::warn("engine shut down with an operation error never waited for: {}",
-                 describe(first_error_));
+  if (std::exception_ptr error = errors_.unreported()) {
+    spdlog::warn("engine shut down with an operation error never waited for: {}", describe(error));
   }
 }
 
@@ -427,14 +426,7 @@ void ThreadedEngine::notify_idle() {
   }
 }
 
-void ThreadedEngine::record_error(const std::exception_ptr& error) {
-  if (has_error_.load(std::memory_order_relaxed)) return;
-  std::lock_guard lock(error_mutex_);
-  if (!first_error_) {
-    first_error_ = error;
-    has_error_.store(true, std::memory_order_release);
-  }
-}
+void ThreadedEngine::record_error(const std::exception_ptr& error) { errors_.record(error); }
 
 // --- ready: errors, fences, hand-over -------------------------------------------
 

@@ -91,6 +91,7 @@
 #include <vector>
 
 #include "engine/detail/device_backend.h"
+#include "engine/detail/error_report.h"
 #include "engine/detail/lifetime.h"
 #include "engine/detail/op_block.h"
 #include "engine/detail/worker_pool.h"
@@ -238,9 +239,7 @@ class ThreadedEngine final : public Engine, public EngineCore {
   std::atomic<std::uint32_t> completers_inside_{0};
   WakeWord all_done_;
   std::mutex drain_mutex_;  ///< serialises the stream checks of drain()
-  std::atomic<bool> has_error_{false};
-  std::mutex error_mutex_;
-  std::exception_ptr first_error_;
+  ErrorReport errors_;
 };
 
 }  // namespace tagflow::detail

@@ -57,16 +57,12 @@ void ThreadedEngine::wait_for_all() {
   check_not_inside_operation("wait_for_all");
   const bool profiled = profiling();
   const std::int64_t started = profiled ? profiler_now() : 0;
+  // Note [Errors seen by wait_for_all] in error_report.h.
+  const std::uint64_t window = errors_.open_window();
   drain();
   if (profiled) [[unlikely]]
     record_wait("wait_for_all", nullptr, 0, started);
-  std::exception_ptr error;
-  {
-    std::lock_guard lock(error_mutex_);
-    error = std::exchange(first_error_, nullptr);
-    has_error_.store(false, std::memory_order_relaxed);
-  }
-  if (error) std::rethrow_exception(error);
+  if (std::exception_ptr error = errors_.close(window)) std::rethrow_exception(error);
 }
 
 void ThreadedEngine::drain() {
@@ -171,10 +167,8 @@ bool ThreadedEngine::finish_pending(std::chrono::milliseconds stall) {
       // A broken stream: nothing more will finish on it.
     }
   }
-  std::lock_guard lock(error_mutex_);
-  if (first_error_) {
-    spdlog::warn("engine: exiting with an operation error never waited for: {}",
-                 describe(first_error_));
+  if (std::exception_ptr error = errors_.unreported()) {
+    spdlog::warn("engine: exiting with an operation error never waited for: {}", describe(error));
   }
   return true;
 }

@@ -340,6 +340,63 @@ TEST_P(EngineErrorTest, DeviceWorkThatFailsPutsItsErrorOnWhatItWrites) {
   });
 }
 
+// Note [Errors seen by wait_for_all]: threads waiting at the same time all
+// see the error; none consumes another's, and a later wait sees only newer ones.
+TEST_P(EngineErrorTest, ConcurrentWaitForAllCallsAllSeeTheError) {
+  run_with_timeout(30s, [&] {
+    VarHandle failed = engine_->new_var();
+    VarHandle slow = engine_->new_var();
+    engine_->push(
+        {.name = "failing", .ctx = cpu(0), .writes = {failed}, .fn = [](const RunContext&) {
+           throw std::runtime_error("failed on purpose");
+         }});
+    // Holds every wait_for_all until the waiters below are all waiting.
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    std::thread completer;
+    std::atomic<bool> slow_started{false};
+    std::thread slow_pusher([&] {
+      engine_->push({.name = "slow",
+                     .ctx = cpu(1),
+                     .writes = {slow},
+                     .fn = [&](const RunContext&, Completion done) {
+                       slow_started.store(true);
+                       completer = std::thread([released, done = std::move(done)]() mutable {
+                         released.wait();
+                         done.done();
+                       });
+                     }});
+    });
+    while (!slow_started.load()) std::this_thread::yield();
+    constexpr int kWaiters = 3;
+    std::atomic<int> waiting{0};
+    std::atomic<int> saw_error{0};
+    std::vector<std::thread> waiters;
+    for (int i = 0; i < kWaiters; ++i) {
+      waiters.emplace_back([&] {
+        waiting.fetch_add(1);
+        try {
+          engine_->wait_for_all();
+        } catch (const OperationError& e) {
+          if (std::string(e.what()).find("failed on purpose") != std::string::npos) {
+            saw_error.fetch_add(1);
+          }
+        }
+      });
+    }
+    while (waiting.load() < kWaiters) std::this_thread::yield();
+    std::this_thread::sleep_for(50ms);  // into their waits
+    release.set_value();
+    for (std::thread& t : waiters) t.join();
+    slow_pusher.join();
+    completer.join();
+    EXPECT_EQ(saw_error.load(), kWaiters) << "a waiter consumed another's error";
+    EXPECT_NO_THROW(engine_->wait_for_all()) << "a later wait sees only newer errors";
+    engine_->delete_var(failed);
+    engine_->delete_var(slow);
+  });
+}
+
 // --- bad input ----------------------------------------------------------------------------
 
 TEST_P(EngineErrorTest, BadPushesGiveTypedErrorsAndLoseNothing) {
