@@ -5,6 +5,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -55,10 +56,22 @@ void Completion::fail(std::exception_ptr error) {
 const char* intern_name(std::string_view name) {
   static std::mutex mutex;
   static auto* names = new std::set<std::string, std::less<>>();  // lives for the process
+  static bool warned = false;
+  name = name.substr(0, kMaxInternedNameLength);
   std::lock_guard lock(mutex);
   auto it = names->find(name);
-  if (it == names->end()) it = names->emplace(name).first;
-  return it->c_str();
+  if (it != names->end()) return it->c_str();
+  if (names->size() >= kMaxInternedNames) {
+    if (!std::exchange(warned, true)) {
+      spdlog::warn(
+          "intern_name: {} distinct operation names kept, the most there may be; \"{}\" and "
+          "later new names are shown as \"(too many operation names)\". Name operations by "
+          "kind, not by instance.",
+          kMaxInternedNames, name);
+    }
+    return "(too many operation names)";
+  }
+  return names->emplace(name).first->c_str();
 }
 
 // --- engines ---------------------------------------------------------------------

@@ -2,8 +2,10 @@
 // Operation: what is pushed onto the engine. A closure, the context it runs
 // on, the variables it reads and writes, and scheduling hints.
 
+#include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -125,8 +127,19 @@ struct Operation {
   OpFunction fn;
 };
 
+/// The most distinct names intern_name() keeps, and the longest it keeps.
+inline constexpr std::size_t kMaxInternedNames = 4096;
+inline constexpr std::size_t kMaxInternedNameLength = 256;
+
 /// Returns a copy of `name` that lives as long as the process, for
-/// operation names built at run time.
+/// operation names built at run time: the same pointer for the same text.
+/// The table is bounded, so that a service running for weeks cannot grow it
+/// without end: name operations by kind ("allreduce bucket"), not by
+/// instance ("step 81273"). Names are cut to kMaxInternedNameLength
+/// characters; once kMaxInternedNames distinct names are kept, a new one
+/// comes back as "(too many operation names)" and a warning is logged once.
+///
+///   engine.push({.name = intern_name(fmt::format("{} forward", layer)), ...});
 const char* intern_name(std::string_view name);
 
 }  // namespace tagflow
