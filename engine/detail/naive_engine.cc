@@ -104,13 +104,14 @@ void NaiveEngine::run_exclusively(Deferred first) {
     return;
   }
   {
-    std::lock_guard lock(handover_mutex_);
-    if (awaiting_completion_) {
+    std::unique_lock lock(state_mutex_);
+    state_changed_.wait(lock, [&] { return !busy_ || awaiting_completion_; });
+    if (busy_) {  // the running operation awaits its Completion: maybe from us
       handed_over_.push_back(std::move(first));
       return;
     }
+    busy_ = true;
   }
-  std::lock_guard lock(mutex_);
   owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
   deferred_.push_back(std::move(first));
   while (!deferred_.empty()) {
@@ -127,6 +128,21 @@ void NaiveEngine::run_exclusively(Deferred first) {
     }
   }
   owner_.store(std::thread::id(), std::memory_order_relaxed);
+  release();
+}
+
+void NaiveEngine::acquire() {
+  std::unique_lock lock(state_mutex_);
+  state_changed_.wait(lock, [&] { return !busy_; });
+  busy_ = true;
+}
+
+void NaiveEngine::release() {
+  {
+    std::lock_guard lock(state_mutex_);
+    busy_ = false;
+  }
+  state_changed_.notify_all();
 }
 
 void NaiveEngine::run(OpBlock& block, QueueKind queue, int priority) {
@@ -185,6 +201,13 @@ void NaiveEngine::run(OpBlock& block, QueueKind queue, int priority) {
         WaitSignal finished;
         block.signal = &finished;
         std::exception_ptr launch_error;
+        // From the closure's start: a thread it hands the Completion to may
+        // push before this thread is waiting (Note [Naive engine order]).
+        {
+          std::lock_guard lock(state_mutex_);
+          awaiting_completion_ = true;
+        }
+        state_changed_.notify_all();
         {
           Completion completion = OpBlock::make_completion(&block);
           try {
@@ -195,13 +218,9 @@ void NaiveEngine::run(OpBlock& block, QueueKind queue, int priority) {
         }                    // a Completion the closure did not take is dropped here: fails the op
         me.running = outer;  // the wait below is ours, not the operation's
         block.stage.store(OperationStage::kLaunched, std::memory_order_relaxed);
-        {
-          std::lock_guard lock(handover_mutex_);
-          awaiting_completion_ = true;
-        }
         finished.wait();
         {
-          std::lock_guard lock(handover_mutex_);
+          std::lock_guard lock(state_mutex_);
           awaiting_completion_ = false;
           for (Deferred& d : handed_over_) deferred_.push_back(std::move(d));
           handed_over_.clear();
@@ -295,9 +314,8 @@ bool NaiveEngine::finish_pending(std::chrono::milliseconds stall) {
       return false;
     }
   }
-  // exit() from inside an operation: this thread holds the lock already.
-  std::unique_lock lock(mutex_, std::defer_lock);
-  if (!inside_own_operation()) lock.lock();
+  // The report has a lock of its own: nothing to take (exit() may come from
+  // inside an operation, which holds the engine).
   if (std::exception_ptr error = errors_.unreported()) {
     spdlog::warn("engine: exiting with an operation error never waited for: {}", describe(error));
   }
@@ -319,8 +337,10 @@ void NaiveEngine::rethrow_error_of(VarHandle var, const char* what) {
     throw_fork_error(what);
   check_not_running_here(what);
   TAGFLOW_CHECK(var != nullptr, "{}: expected a variable, got null", what);
-  std::lock_guard lock(mutex_);
-  if (var->error) std::rethrow_exception(var->error);
+  acquire();  // what runs now was pushed before
+  std::exception_ptr error = var->error;
+  release();
+  if (error) std::rethrow_exception(error);
 }
 
 void NaiveEngine::wait_to_read(VarHandle var) { rethrow_error_of(var, "wait_to_read"); }
@@ -334,9 +354,8 @@ void NaiveEngine::wait_for_all() {
   // Note [Errors seen by wait_for_all] in error_report.h: the window is the
   // one open at the call, before the lock may make this thread wait.
   const std::uint64_t window = errors_.open_window();
-  {
-    std::lock_guard lock(mutex_);  // what runs now has been pushed before
-  }
+  acquire();  // what runs now was pushed before
+  release();
   if (std::exception_ptr error = errors_.close(window)) std::rethrow_exception(error);
 }
 

@@ -12,15 +12,19 @@
 //   deleting a variable): running it there would run it inside its parent,
 //   before the parent's own later writes. It is deferred, and runs (as does
 //   a deletion) as soon as the parent returns, before the lock is let go.
-// - From another thread while the running operation is asynchronous and
-//   waits for its Completion: that thread may be the one that completes it,
-//   after pushing (a completion callback pushing follow-up work). Blocking
-//   it on the lock would deadlock; its push is handed to the running thread,
-//   which runs it once the completion came.
+// - From another thread while the running operation is asynchronous, from
+//   the moment its closure is called until its Completion comes: that
+//   thread may be the one that completes it, after pushing (a completion
+//   callback pushing follow-up work). Blocking it would deadlock; its push
+//   is handed to the running thread, which runs it once the completion
+//   came. A thread already waiting for the engine when such an operation
+//   starts hands its push over too, which is why the engine's lock is a
+//   flag (busy_) and a condition, not a mutex.
 // Such a push returns before its operation ran; a wait for it runs it first.
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <map>
 #include <memory>
@@ -76,8 +80,12 @@ class NaiveEngine final : public Engine, public EngineCore {
   bool inside_own_operation() const {
     return owner_.load(std::memory_order_relaxed) == std::this_thread::get_id();
   }
-  /// Takes the lock and runs `first`, then everything deferred meanwhile.
+  /// Takes the engine and runs `first`, then everything deferred meanwhile;
+  /// or hands `first` over to an operation awaiting its Completion.
   void run_exclusively(Deferred first);
+  /// Waits until no operation runs, and holds the engine until release().
+  void acquire();
+  void release();
   /// Runs one operation (the lock held).
   void run(OpBlock& block, QueueKind queue, int priority);
   /// Deletes a variable (the lock held): its operations have all completed.
@@ -91,15 +99,18 @@ class NaiveEngine final : public Engine, public EngineCore {
   /// mutex may be held by a thread that does not either (Note [Engine lifetime]).
   ForkCheck fork_check_;
   std::unique_ptr<DeviceBackend> backend_;
-  std::mutex mutex_;  // one operation at a time
-  /// The thread holding mutex_, while it holds it.
+  // One operation at a time: a lock made of `busy_`, so that a thread
+  // waiting for it can instead hand its push over once the running operation
+  // awaits its Completion (Note [Naive engine order]).
+  std::mutex state_mutex_;
+  std::condition_variable state_changed_;
+  bool busy_ = false;                  // under state_mutex_
+  bool awaiting_completion_ = false;   // under state_mutex_
+  std::vector<Deferred> handed_over_;  // under state_mutex_
+  /// The thread holding the engine (busy_), while it holds it.
   std::atomic<std::thread::id> owner_{};
-  /// Pushed from inside the running operation, in push order (under mutex_).
+  /// Pushed from inside the running operation, in push order (the holder's).
   std::deque<Deferred> deferred_;
-  /// Handed over while the running operation waits for its Completion.
-  std::mutex handover_mutex_;
-  bool awaiting_completion_ = false;   // under handover_mutex_
-  std::vector<Deferred> handed_over_;  // under handover_mutex_
   std::map<std::pair<int, QueueKind>, std::unique_ptr<Stream>> streams_;
   ErrorReport errors_;
   /// Profiling: push numbers, and the last profiled writer of each variable.
