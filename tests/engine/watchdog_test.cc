@@ -141,6 +141,14 @@ TEST(DumpSignal, PrintsTheProcessWideEngineStateOnStandardError) {
            launched.count_down();
          }});
     launched.wait();
+    // The latch opens inside the closure; the operation is "launched" only
+    // once the closure has returned.
+    ASSERT_TRUE(eventually([&] {
+      for (const PendingOperation& p : engine.dependency_state().operations) {
+        if (p.stage == OperationStage::kLaunched) return true;
+      }
+      return false;
+    }));
     const int before = dump_signal_count();
     ::testing::internal::CaptureStderr();
     ASSERT_EQ(std::raise(SIGUSR2), 0);
