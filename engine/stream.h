@@ -59,13 +59,11 @@ class Stream {
   Context context() const { return ctx_; }
   QueueKind kind() const { return kind_; }
 
-  /// Enqueues host code to run in stream order (the kernel of a simulated
-  /// GPU; a host function on a real one). An exception it throws becomes the
-  /// stream's sticky error (Note [Errors of device work]). As for a kernel
-  /// launch, the calling thread's current device must be the stream's (the
-  /// engine's workers select theirs; simulated GPUs enforce it, Note
-  /// [Simulated CUDA rules] in engine/detail/sim_runtime.h), and host work
-  /// must not call the device API, this stream's included.
+  /// Enqueues host code to run in stream order (a host function on a real
+  /// GPU; what runs a simulated GPU's kernels). An exception it throws
+  /// becomes the stream's sticky error (Note [Errors of device work]). Host
+  /// work must not call the device API, this stream's included (simulated
+  /// GPUs enforce it, Note [Simulated CUDA rules] in engine/detail/sim_runtime.h).
   virtual void enqueue_host(HostFunction fn) = 0;
   /// Marks everything enqueued so far; returns the mark's sequence number
   /// (strictly increasing per stream).
@@ -88,10 +86,10 @@ class Stream {
   /// cudaStream_t on real GPUs, null on simulated ones.
   virtual void* native_handle() { return nullptr; }
   /// Makes this stream's GPU the calling thread's current device
-  /// (cudaSetDevice on a real GPU), which a thread must have to launch work
-  /// onto the stream. The engine's workers have it already; a thread of
-  /// your own (completing an operation later, say) calls this first. Throws
-  /// DeviceError when the device cannot be selected.
+  /// (cudaSetDevice on a real GPU), which a thread must have to launch
+  /// kernels onto the stream. The engine's workers have it already; a thread
+  /// of your own (completing an operation later, say) calls this first.
+  /// Throws DeviceError when the device cannot be selected.
   virtual void make_device_current() = 0;
 
   /// First error raised by work on the stream, or null.

@@ -101,6 +101,14 @@ Status peek_last_error() { return this_thread().last_error; }
 
 void set_last_error(Status status) { this_thread().last_error = status; }
 
+void launch_kernel(Stream& stream, Stream::HostFunction kernel) {
+  if (current_device() != stream.context().index) [[unlikely]] {
+    set_last_error(Status::kInvalidResourceHandle);
+    return;
+  }
+  stream.enqueue_host(std::move(kernel));
+}
+
 bool in_host_work() { return this_thread().in_host_work; }
 
 HostWorkScope::HostWorkScope() : outer_(std::exchange(this_thread().in_host_work, true)) {}

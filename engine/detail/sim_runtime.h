@@ -9,12 +9,13 @@
 // tested; they are only worth it if they refuse what a real GPU refuses.
 // Each rule below has a test that plants a violation (tests/engine/sim_runtime_test.cc):
 // - A current device per thread, 0 on a new thread, changed by set_device()
-//   (cudaSetDevice) and by nothing else. Work that a real GPU runs as a
-//   kernel (SimStream::enqueue_host) is refused unless the calling thread's
-//   current device is the stream's: "invalid resource handle
-//   (cudaErrorInvalidResourceHandle)", as CUDA refuses a launch into another
-//   device's stream. Marks, device-side waits and timestamps (events) are not
-//   checked: CUDA records and waits on events of any device.
+//   (cudaSetDevice) and by nothing else. A simulated kernel launch
+//   (launch_kernel, what ops' run_kernel does on a simulated GPU) fails
+//   unless the calling thread's current device is the stream's: "invalid
+//   resource handle (cudaErrorInvalidResourceHandle)", as CUDA refuses a
+//   kernel launch into another device's stream. Host functions
+//   (Stream::enqueue_host), marks, device-side waits and timestamps are not
+//   checked: CUDA takes those on a stream of any device.
 // - A last-error slot per thread. A failing call leaves its status there
 //   until get_last_error() reads and clears it; a simulated kernel launch is
 //   checked by reading the slot, as check_launch() reads cudaGetLastError(),
@@ -40,6 +41,7 @@
 #include <string_view>
 
 #include "engine/context.h"
+#include "engine/stream.h"
 
 namespace tagflow::detail::sim {
 
@@ -72,6 +74,15 @@ Status get_last_error();
 Status peek_last_error();
 /// Leaves `status` in the calling thread's last-error slot (a failing call does).
 void set_last_error(Status status);
+
+/// A kernel launch on a simulated GPU: enqueues `kernel` on `stream` when the
+/// calling thread's current device is the stream's; otherwise enqueues
+/// nothing and leaves kInvalidResourceHandle in the last-error slot, as a
+/// real launch does. Check it as a real one, through the slot:
+///
+///   sim::launch_kernel(*rc.stream, kernel);
+///   sim::check_status(sim::get_last_error(), "kernel launch", rc.ctx);
+void launch_kernel(Stream& stream, Stream::HostFunction kernel);
 
 /// True while the calling thread runs host work of a simulated stream.
 bool in_host_work();

@@ -51,13 +51,6 @@ void SimStream::enqueue_host(HostFunction fn) {
   // call after a sticky error.
   if (std::exception_ptr fault = sim::device_fault(device)) [[unlikely]]
     std::rethrow_exception(fault);
-  if (sim::current_device() != device) [[unlikely]] {
-    sim::set_last_error(sim::Status::kInvalidResourceHandle);
-    sim::throw_status(sim::Status::kInvalidResourceHandle,
-                      fmt::format("kernel launch from a thread whose current device is gpu({})",
-                                  sim::current_device()),
-                      context());
-  }
   push_item({Item::Type::kHost, std::move(fn), 0, nullptr});
 }
 

@@ -30,7 +30,7 @@ void run_kernel(const RunContext& rc, CpuKernel&& cpu, GpuKernel&& gpu) {
   } else if (void* native = rc.stream->native_handle()) {
     gpu(native);
   } else {
-    rc.stream->enqueue_host(std::forward<CpuKernel>(cpu));
+    sim::launch_kernel(*rc.stream, std::forward<CpuKernel>(cpu));
     sim::check_status(sim::get_last_error(), "kernel launch", rc.ctx);
   }
 }

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -251,8 +252,16 @@ TEST_P(EngineErrorTest, ErrorRaisedByDeviceWorkReachesWaitForAll) {
   });
 }
 
-// Every GPU's work is launched from a thread whose current device is that GPU:
-// the threaded engine's workers select theirs as they start, the naive
+/// Launches `body` as a simulated kernel on the operation's stream (as ops'
+/// run_kernel does), checked as a real launch is.
+template <typename F>
+void launch_kernel(const RunContext& rc, F&& body) {
+  detail::sim::launch_kernel(*rc.stream, std::forward<F>(body));
+  detail::sim::check_status(detail::sim::get_last_error(), "kernel launch", rc.ctx);
+}
+
+// Every GPU's kernels are launched from a thread whose current device is that
+// GPU: the threaded engine's workers select theirs as they start, the naive
 // engine selects it around each operation and gives the caller's back. On a
 // real GPU a launch from another device fails with "invalid resource
 // handle"; the simulated GPUs refuse it the same way (Note [Simulated CUDA
@@ -274,7 +283,7 @@ TEST_P(EngineErrorTest, WorkOnEveryGpuAndQueueIsLaunchedFromItsOwnDevice) {
                        .writes = {v},
                        .queue = queue,
                        .fn = [value, expected](const RunContext& rc) {
-                         on_device(rc, [value, expected] { value->store(expected); });
+                         launch_kernel(rc, [value, expected] { value->store(expected); });
                        }});
       }
     }

@@ -85,40 +85,50 @@ TEST_F(SimRuntimeTest, ScopedDeviceRestoresThePreviousDevice) {
   EXPECT_EQ(sim::current_device(), 0);
 }
 
-TEST_F(SimRuntimeTest, ALaunchIntoAnotherDevicesStreamIsRefused) {
+TEST_F(SimRuntimeTest, AKernelLaunchIntoAnotherDevicesStreamIsRefused) {
   run_with_timeout(kLimit, [] {
     SimStream stream(gpu(1), QueueKind::kCompute);
     std::atomic<bool> ran{false};
-    // Planted violation: this thread's current device is gpu(0).
+    // Planted violation: this thread's current device is gpu(0). The launch
+    // enqueues nothing and leaves the failure in the slot, as on a GPU.
+    sim::launch_kernel(stream, [&ran] { ran.store(true); });
     try {
-      stream.enqueue_host([&ran] { ran.store(true); });
+      sim::check_status(sim::get_last_error(), "kernel launch", stream.context());
       FAIL() << "a launch from gpu(0) into gpu(1)'s stream was accepted";
     } catch (const DeviceError& e) {
       const std::string what = e.what();
-      EXPECT_NE(what.find("on gpu(1)"), std::string::npos) << what;
+      EXPECT_NE(what.find("kernel launch failed on gpu(1)"), std::string::npos) << what;
       EXPECT_NE(what.find("invalid resource handle (cudaErrorInvalidResourceHandle)"),
                 std::string::npos)
           << what;
     }
     EXPECT_EQ(sim::get_last_error(), sim::Status::kSuccess)
         << "the throwing check must leave the last-error slot clear";
-    // Events are not kernels: any thread may record and wait on them.
     stream.synchronize(stream.record());
     EXPECT_FALSE(ran.load());
+    // Host functions, marks and waits need no current device, as in CUDA.
+    std::atomic<bool> host_function_ran{false};
+    stream.enqueue_host([&] { host_function_ran.store(true); });
+    stream.synchronize(stream.record());
+    EXPECT_TRUE(host_function_ran.load());
     // Following the rule, the same launch runs.
     {
       sim::ScopedDevice on_device(1);
-      stream.enqueue_host([&ran] { ran.store(true); });
+      sim::launch_kernel(stream, [&ran] { ran.store(true); });
+      EXPECT_EQ(sim::get_last_error(), sim::Status::kSuccess);
     }
     stream.synchronize(stream.record());
     EXPECT_TRUE(ran.load());
     // A thread of the user's own selects the stream's device through the stream.
     std::atomic<bool> ran_from_other_thread{false};
+    sim::Status other_thread_status = sim::Status::kDeviceFault;
     std::thread([&] {
       stream.make_device_current();
-      stream.enqueue_host([&] { ran_from_other_thread.store(true); });
+      sim::launch_kernel(stream, [&] { ran_from_other_thread.store(true); });
+      other_thread_status = sim::get_last_error();
     }).join();
     stream.synchronize(stream.record());
+    EXPECT_EQ(other_thread_status, sim::Status::kSuccess);
     EXPECT_TRUE(ran_from_other_thread.load());
     EXPECT_EQ(stream.error(), nullptr);
   });

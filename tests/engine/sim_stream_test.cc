@@ -70,8 +70,9 @@ class Gate {
   std::once_flag once_;
 };
 
-/// Enqueues host work as the engine's workers do: from a thread whose
-/// current device is the stream's (Note [Simulated CUDA rules]).
+/// Enqueues host work as the engine's workers do, from a thread whose
+/// current device is the stream's (not needed for host work, but the habit
+/// kernels need: Note [Simulated CUDA rules]).
 void launch(Stream& stream, Stream::HostFunction fn) {
   const sim::ScopedDevice on_device(stream.context().index);
   stream.enqueue_host(std::move(fn));
