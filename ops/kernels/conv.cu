@@ -77,34 +77,13 @@ struct AlgoChoice {
   std::size_t workspace = 0;
 };
 
-using AlgoKey = std::array<std::int64_t, 16>;
-
-AlgoKey key_for(ConvPass pass, int device, const ConvGeometry& g) {
-  return {static_cast<std::int64_t>(pass),
-          device,
-          g.batch,
-          g.in_channels,
-          g.in_h,
-          g.in_w,
-          g.out_channels,
-          g.kernel_h,
-          g.kernel_w,
-          g.stride_h,
-          g.stride_w,
-          g.pad_h,
-          g.pad_w,
-          g.dilation_h,
-          g.dilation_w,
-          g.groups};
-}
-
 std::mutex& cache_mutex() {
   static std::mutex mutex;
   return mutex;
 }
 /// Never destroyed: kernels may still run during exit.
-std::map<AlgoKey, AlgoChoice>& algo_cache() {
-  static auto* cache = new std::map<AlgoKey, AlgoChoice>;
+std::map<ConvKey, AlgoChoice>& algo_cache() {
+  static auto* cache = new std::map<ConvKey, AlgoChoice>;
   return *cache;
 }
 
@@ -132,7 +111,7 @@ AlgoChoice pick(const std::array<Perf, N>& perfs, int count, ConvPass pass, int 
 /// returned choice's workspace is what cuDNN asks for its algorithm.
 template <typename Find>
 AlgoChoice choose(ConvPass pass, int device, const ConvGeometry& g, Find&& find) {
-  const AlgoKey key = key_for(pass, device, g);
+  const ConvKey key = conv_key(pass, device, g);
   {
     std::lock_guard lock(cache_mutex());
     auto it = algo_cache().find(key);

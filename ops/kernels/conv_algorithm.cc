@@ -16,35 +16,12 @@ namespace tagflow::detail {
 
 namespace {
 
-using ShapeKey = std::array<std::int64_t, 18>;
-
-ShapeKey key_of(ConvPass pass, int device, const ConvGeometry& g) {
-  return {static_cast<std::int64_t>(pass),
-          device,
-          g.batch,
-          g.in_channels,
-          g.in_h,
-          g.in_w,
-          g.out_channels,
-          g.out_h,
-          g.out_w,
-          g.kernel_h,
-          g.kernel_w,
-          g.stride_h,
-          g.stride_w,
-          g.pad_h,
-          g.pad_w,
-          g.dilation_h,
-          g.dilation_w,
-          g.groups};
-}
-
 /// True the first time it sees (pass, device, geometry) in this process.
 bool first_time(ConvPass pass, int device, const ConvGeometry& g) {
   static std::mutex mutex;
-  static auto* seen = new std::set<ShapeKey>;  // never destroyed: kernels may run during exit
+  static auto* seen = new std::set<ConvKey>;  // never destroyed: kernels may run during exit
   std::lock_guard lock(mutex);
-  return seen->insert(key_of(pass, device, g)).second;
+  return seen->insert(conv_key(pass, device, g)).second;
 }
 
 /// "conv2d forward on gpu(0) (input 8x3x32x32, weight 16x3x3x3, stride 1x1,
@@ -71,6 +48,25 @@ std::optional<std::size_t> first(std::span<const ConvAlgorithm> candidates, Pred
 }
 
 }  // namespace
+
+ConvKey conv_key(ConvPass pass, int device, const ConvGeometry& g) {
+  return {static_cast<std::int64_t>(pass),
+          device,
+          g.batch,
+          g.in_channels,
+          g.in_h,
+          g.in_w,
+          g.out_channels,
+          g.kernel_h,
+          g.kernel_w,
+          g.stride_h,
+          g.stride_w,
+          g.pad_h,
+          g.pad_w,
+          g.dilation_h,
+          g.dilation_w,
+          g.groups};
+}
 
 const char* to_string(ConvPass pass) {
   switch (pass) {

@@ -33,6 +33,7 @@
 // (torch.backends.cudnn.allow_tf32). The warning makes the fallback visible;
 // forbid is there for whoever needs float32 throughout.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -47,6 +48,12 @@ enum class ConvPass : int { kForward, kBackwardData, kBackwardFilter };
 
 /// "forward", "backward-data" or "backward-filter".
 const char* to_string(ConvPass pass);
+
+/// What identifies one convolution pass on one GPU: the pass, the device and
+/// every field of the geometry the output shape is not derived from. Keys
+/// the algorithm cache (conv.cu) and the once-per-shape TF32 warning.
+using ConvKey = std::array<std::int64_t, 16>;
+ConvKey conv_key(ConvPass pass, int device, const ConvGeometry& g);
 
 /// One of cuDNN's candidates for a pass, as far as the choice needs it.
 struct ConvAlgorithm {
