@@ -485,15 +485,20 @@ bool ThreadedEngine::hold_for_fences(OpBlock* op) {
   return false;
 }
 
+std::exception_ptr ThreadedEngine::device_work_error(const Stream& stream,
+                                                     std::exception_ptr cause) {
+  return std::make_exception_ptr(OperationError(stream.kind() == QueueKind::kCopy
+                                                    ? "device work on the copy stream"
+                                                    : "device work on the compute stream",
+                                                stream.context(), std::move(cause)));
+}
+
 std::exception_ptr ThreadedEngine::fence_error(const Fence& fence) {
   if (!fence || !fence.stream->finished(fence.seq)) return nullptr;
   std::exception_ptr cause = fence.stream->error_at(fence.seq);
   if (!cause) [[likely]]
     return nullptr;
-  return std::make_exception_ptr(OperationError(fence.stream->kind() == QueueKind::kCopy
-                                                    ? "device work on the copy stream"
-                                                    : "device work on the compute stream",
-                                                fence.stream->context(), std::move(cause)));
+  return device_work_error(*fence.stream, std::move(cause));
 }
 
 void ThreadedEngine::take_fence_errors(OpBlock* op) {

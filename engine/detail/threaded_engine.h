@@ -163,6 +163,8 @@ class ThreadedEngine final : public Engine, public EngineCore {
   /// The error of a finished fence's device work, as an OperationError
   /// naming its stream, or null (Note [Errors of device work] in engine/stream.h).
   static std::exception_ptr fence_error(const Fence& fence);
+  /// `cause`, raised by work on `stream`, as an OperationError naming the stream.
+  static std::exception_ptr device_work_error(const Stream& stream, std::exception_ptr cause);
   /// Makes `op` inherit the failure of a finished write fence of what it reads.
   static void take_fence_errors(OpBlock* op);
   void run_or_enqueue(OpBlock* op, Followers* followers);

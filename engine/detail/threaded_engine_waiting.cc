@@ -123,10 +123,7 @@ void ThreadedEngine::drain() {
       stream->synchronize(stream->record());
       if (std::exception_ptr error = stream->error(); error && !pool->stream_error_reported) {
         pool->stream_error_reported = true;
-        record_error(std::make_exception_ptr(
-            OperationError(pool->kind() == QueueKind::kCopy ? "device work on the copy stream"
-                                                            : "device work on the compute stream",
-                           pool->context(), error)));
+        record_error(device_work_error(*stream, error));
       }
     } catch (...) {
       record_error(std::current_exception());
