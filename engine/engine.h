@@ -19,10 +19,11 @@
 // write, so the error reaches exactly the waits that depend on the failure.
 // `wait_to_read` / `wait_to_write` rethrow the variable's error;
 // `wait_for_all` rethrows the first error raised since the previous
-// `wait_for_all` returned (every thread waiting at that moment sees it). An operation that only writes a variable overwrites it:
-// when it succeeds, the variable's error is cleared. Device work that fails
-// after its GPU operation completed reaches the variables the same way
-// (Note [Errors of device work] in engine/stream.h).
+// `wait_for_all` returned (every thread waiting at that moment sees it).
+// An operation that only writes a variable overwrites it: when it succeeds,
+// the variable's error is cleared. Device work that fails after its GPU
+// operation completed reaches the variables the same way (Note [Errors of
+// device work] in engine/stream.h).
 //
 // Note [Engine lifetime]
 // The process-wide engine (Engine::get()) is made on first use and never
