@@ -201,7 +201,7 @@ TAGFLOW_HOST_DEVICE TAGFLOW_INLINE To convert(From x) {
     // and reaches the cast; anything else (NaN too) is cast as 0, then
     // replaced unless it is NaN. Selects, not branches: a CPU loop of them
     // vectorizes.
-    const From inside = (x > low) & (x < above) ? x : From(0);
+    const From inside = ((x > low) & (x < above)) ? x : From(0);
     const To truncated = static_cast<To>(inside);
     return x >= above ? kHighest<To> : (x <= low ? kLowest<To> : truncated);
   } else {
