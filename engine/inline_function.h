@@ -3,6 +3,7 @@
 // itself, so pushing an operation does not allocate.
 
 #include <cstddef>
+#include <cstring>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -25,8 +26,14 @@ class InlineFunction<R(Args...), Capacity> {
                                         std::is_invocable_r_v<R, D&, Args...>>>
   InlineFunction(F&& f) {  // NOLINT: implicit like std::function
     if constexpr (fits_inline<D>()) {
-      ::new (static_cast<void*>(storage_)) D(std::forward<F>(f));
-      ops_ = &kInlineOps<D>;
+      if constexpr (std::is_trivially_copyable_v<D> && std::is_trivially_destructible_v<D>) {
+        std::memset(storage_, 0, Capacity);  // moves copy the whole buffer
+        ::new (static_cast<void*>(storage_)) D(std::forward<F>(f));
+        ops_ = &kTrivialOps<D>;
+      } else {
+        ::new (static_cast<void*>(storage_)) D(std::forward<F>(f));
+        ops_ = &kInlineOps<D>;
+      }
     } else {
       *reinterpret_cast<D**>(storage_) = new D(std::forward<F>(f));
       ops_ = &kHeapOps<D>;
@@ -35,7 +42,7 @@ class InlineFunction<R(Args...), Capacity> {
 
   InlineFunction(InlineFunction&& other) noexcept : ops_(other.ops_) {
     if (ops_ != nullptr) {
-      ops_->move(other.storage_, storage_);
+      move_storage(other);
       other.ops_ = nullptr;
     }
   }
@@ -44,8 +51,8 @@ class InlineFunction<R(Args...), Capacity> {
     if (this != &other) {
       reset();
       if (other.ops_ != nullptr) {
-        other.ops_->move(other.storage_, storage_);
         ops_ = other.ops_;
+        move_storage(other);
         other.ops_ = nullptr;
       }
     }
@@ -63,17 +70,32 @@ class InlineFunction<R(Args...), Capacity> {
   /// Destroys the held callable (and what it captured) now.
   void reset() noexcept {
     if (ops_ != nullptr) {
-      ops_->destroy(storage_);
+      if (ops_->destroy != nullptr) ops_->destroy(storage_);
       ops_ = nullptr;
     }
   }
 
  private:
+  /// How to call, move and destroy the held callable. A closure that is
+  /// trivially copyable and destructible (the usual one: pointers, sizes,
+  /// indices) has no move or destroy: it is copied as bytes and dropped, with
+  /// no indirect call on the push path.
   struct Ops {
     R (*call)(void*, Args&&...);
     void (*move)(void* from, void* to) noexcept;
     void (*destroy)(void*) noexcept;
   };
+
+  /// Takes `other`'s callable into this one's storage; ops_ is already other's.
+  void move_storage(InlineFunction& other) noexcept {
+    if (ops_->move != nullptr) {
+      ops_->move(other.storage_, storage_);
+    } else {
+      // The whole buffer, a fixed size copied in a few moves (zeroed past
+      // the callable when it was made).
+      std::memcpy(storage_, other.storage_, Capacity);
+    }
+  }
 
   template <typename D>
   static constexpr bool fits_inline() {
@@ -88,6 +110,11 @@ class InlineFunction<R(Args...), Capacity> {
         static_cast<D*>(from)->~D();
       },
       [](void* s) noexcept { static_cast<D*>(s)->~D(); }};
+
+  template <typename D>
+  static constexpr Ops kTrivialOps{
+      [](void* s, Args&&... a) -> R { return (*static_cast<D*>(s))(std::forward<Args>(a)...); },
+      nullptr, nullptr};
 
   template <typename D>
   static constexpr Ops kHeapOps{

@@ -66,6 +66,12 @@ class SmallVector {
     if (new_size < size_) size_ = static_cast<std::uint32_t>(new_size);
   }
 
+  /// Sets the size to `n`, at most the capacity: for elements written
+  /// through data() after reserve(). Those below `n` must all be assigned.
+  void resize_within_capacity(std::size_t n) {
+    size_ = static_cast<std::uint32_t>(std::min<std::size_t>(n, capacity_));
+  }
+
   void reserve(std::size_t wanted) {
     if (wanted <= capacity_) return;
     const std::size_t grown = std::max<std::size_t>(wanted, std::size_t{capacity_} * 2);

@@ -84,11 +84,14 @@ RunResult run_once(Engine& engine, const std::vector<BenchOp>& ops,
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const BenchOp& op = ops[i];
-    Operation o{.name = "bench", .ctx = cpu(0)};
-    o.writes.push_back(vars[op.write]);
-    for (std::uint32_t k = 0; k < op.num_reads; ++k) o.reads.push_back(vars[op.reads[k]]);
-    o.fn = [data, op, i](const RunContext&) { apply(data, op, i); };
-    engine.push(std::move(o));
+    VarList reads;
+    for (std::uint32_t k = 0; k < op.num_reads; ++k) reads.push_back(vars[op.reads[k]]);
+    // Built in place as the argument, the way an application writes it.
+    engine.push({.name = "bench",
+                 .ctx = cpu(0),
+                 .reads = std::move(reads),
+                 .writes = {vars[op.write]},
+                 .fn = [data, op, i](const RunContext&) { apply(data, op, i); }});
   }
   engine.wait_for_all();
   const double seconds =

@@ -125,11 +125,14 @@ struct alignas(64) OpBlock : Pooled<OpBlock> {
   OpBlock& operator=(const OpBlock&) = delete;
 
   /// Fills `deps` from the operation's lists: duplicates merged, a variable
-  /// in both lists becomes kReadWrite, sorted by address for locking.
+  /// in both lists becomes kReadWrite. Short lists keep the order listed
+  /// (writes first), long ones come out sorted by address.
   void set_deps(const VarList& reads, const VarList& writes);
   /// Wraps an exception thrown by this operation into an OperationError
   /// naming it (errors it inherited are passed on unchanged).
   std::exception_ptr wrap(std::exception_ptr cause) const;
+  /// set_deps for long lists.
+  void set_deps_sorted(const VarList& reads, const VarList& writes);
   /// Completion handed to an asynchronous closure.
   static Completion make_completion(OpBlock* op) { return Completion(op); }
 };

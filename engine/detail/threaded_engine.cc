@@ -159,7 +159,12 @@ void ThreadedEngine::push(Operation op) {
   for (VarHandle v : op.writes) {
     TAGFLOW_CHECK(v != nullptr, "push: operation '{}' lists a null variable in writes", op.name);
   }
-  WorkerPool* pool = pool_for(op.name, op.ctx, op.queue);
+  // The common case inline: a CPU device whose pool has started.
+  WorkerPool* pool = nullptr;
+  if (op.ctx.is_cpu() && static_cast<unsigned>(op.ctx.index) < kMaxCpuDevices) [[likely]]
+    pool = pools_[static_cast<std::size_t>(op.ctx.index)].load(std::memory_order_acquire);
+  if (pool == nullptr) [[unlikely]]
+    pool = pool_for(op.name, op.ctx, op.queue);
   {
     std::lock_guard lock(push_lock_);
     // Ask for the earlier operations' first lines before building the record,
@@ -227,23 +232,16 @@ void ThreadedEngine::throttle() {
 void ThreadedEngine::submit(OpBlock* op) {
   const auto slot = static_cast<std::uint8_t>(epoch_.load(std::memory_order_relaxed) & 1);
   op->epoch_slot = slot;
-  pushed_[slot].fetch_add(1, std::memory_order_relaxed);
+  // Only pushers change the count, under the push lock: no read-modify-write.
+  pushed_[slot].store(pushed_[slot].load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   op->seq = next_seq_++;
   if (op->profile != nullptr || !profiled_writers_.empty()) [[unlikely]]
     note_flows(*op);
-  // At most one edge per read, one per pending reader (or the writer) per write.
-  std::size_t most_edges = 0;
-  for (const Dep& d : op->deps) {
-    VarBlock& v = *d.var;
-    if (is_write(d.access)) {
-      drop_completed_readers(v);
-      most_edges += std::max<std::size_t>(1, v.readers.size());
-    } else {
-      most_edges += 1;
-    }
-  }
-  const std::size_t most = most_edges + 1;  // and the pusher's own reference
-  op->pending.store(static_cast<std::int32_t>(most), std::memory_order_relaxed);
+  // Predecessors may complete while the edges are being made: until they
+  // all are, the count holds a bias larger than any number of edges, so it
+  // cannot reach zero early. The bias, less the edges made, is given back last.
+  constexpr std::int32_t kLinking = 1 << 30;
+  op->pending.store(kLinking, std::memory_order_relaxed);
   std::int32_t edges = 0;
   for (const Dep& d : op->deps) {
     VarBlock& v = *d.var;
@@ -266,8 +264,12 @@ void ThreadedEngine::submit(OpBlock* op) {
       v.last_writer = OpRef{op, op->seq};
     }
   }
-  // Give back the edges not made, and the pusher's own reference.
-  const auto unused = static_cast<std::int32_t>(most) - edges;
+  // With no edge made, no other thread knows the operation: it is ready.
+  if (edges == 0) {
+    on_ready(op, nullptr);
+    return;
+  }
+  const std::int32_t unused = kLinking - edges;
   if (op->pending.fetch_sub(unused, std::memory_order_acq_rel) == unused) on_ready(op, nullptr);
 }
 
@@ -385,7 +387,11 @@ void ThreadedEngine::complete(OpBlock* op, Followers* followers) {
     successors.push_back(op->inline_successors[i].load(std::memory_order_relaxed));
     prefetch_for_write(successors[i]);
   }
-  Edge* stack = op->overflow.exchange(OpBlock::kClosed, std::memory_order_acq_rel);
+  // A pusher only turns to the stack once it saw every slot taken: with a
+  // slot still free when they closed, nothing was or will be put on it.
+  Edge* stack = n == OpBlock::kInlineSuccessors
+                    ? op->overflow.exchange(OpBlock::kClosed, std::memory_order_acq_rel)
+                    : nullptr;
   if (stack != nullptr) {
     const std::size_t first = successors.size();
     for (Edge* e = stack; e != nullptr; e = e->next) successors.push_back(e->to);
