@@ -11,6 +11,15 @@
 //   engine.wait_to_read(x);   // value is 42 from here on
 //   engine.delete_var(x);
 //
+// To learn when one operation has completed, without a variable of its own
+// to wait on, push it tracked and keep the handle (engine/operation_handle.h):
+//
+//   OperationHandle flushed = engine.push_tracked(
+//       {.name = "flush", .ctx = cpu(0), .reads = {x}, .fn = flush_to_disk});
+//   flushed.on_done([](std::exception_ptr error) { /* small, must not wait */ });
+//   if (flushed.done()) { ... }   // polls
+//   flushed.wait();               // blocks; rethrows what wait_to_read would
+//
 // Note [Errors on variables]
 // An operation that throws has its exception, wrapped in OperationError with
 // the operation's name and context, stored on every variable it writes.
@@ -80,6 +89,7 @@
 #include "engine/dependency_state.h"
 #include "engine/gpu_info.h"
 #include "engine/operation.h"
+#include "engine/operation_handle.h"
 
 namespace tagflow {
 
@@ -120,6 +130,17 @@ class Engine {
   /// Throws tagflow::Error for an operation that cannot run (no closure, a
   /// device that does not exist).
   virtual void push(Operation op) = 0;
+  /// Same as push, and returns a handle on the operation: polled with
+  /// done(), waited on with wait() (rethrowing the error wait_to_read on a
+  /// variable it writes would), or given callbacks with on_done(). Costs one
+  /// small allocation; untracked pushes pay one null-pointer test for it
+  /// (Note [Operation handles] in engine/detail/operation_state.h). The
+  /// handle does not consume the operation's error: wait_for_all still
+  /// reports it.
+  ///
+  ///   OperationHandle h = engine.push_tracked({.name = "step", .ctx = gpu(0), ...});
+  ///   h.wait();
+  virtual OperationHandle push_tracked(Operation op) = 0;
 
   /// Blocks until every write pushed on `var` so far has completed; rethrows
   /// the error stored on `var`, if any.

@@ -16,6 +16,7 @@
 #include "engine/gpu_info.h"
 #include "engine/inline_function.h"
 #include "engine/operation.h"
+#include "engine/operation_handle.h"
 #include "engine/profiler.h"
 #include "engine/small_vector.h"
 #include "engine/splitmix.h"

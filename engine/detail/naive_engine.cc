@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "engine/detail/operation_state.h"
 #include "engine/detail/worker_pool.h"
 #include "engine/error.h"
 
@@ -75,7 +76,15 @@ Stream* NaiveEngine::stream_for(Context ctx, QueueKind queue) {
   return stream.get();
 }
 
-void NaiveEngine::push(Operation op) {
+void NaiveEngine::push(Operation op) { push_block(op, nullptr); }
+
+OperationHandle NaiveEngine::push_tracked(Operation op) {
+  OperationHandle handle = OperationState::make_handle();
+  push_block(op, OperationState::of(handle));
+  return handle;
+}
+
+void NaiveEngine::push_block(Operation& op, OperationState* tracker) {
   if (fork_check_.forked()) [[unlikely]]
     throw_fork_error("push");
   TAGFLOW_CHECK(static_cast<bool>(op.fn), "push: operation '{}' has no closure", op.name);
@@ -93,6 +102,8 @@ void NaiveEngine::push(Operation op) {
                                       .priority = op.priority,
                                       .pushed = profiler_now()};
   }
+  if (tracker != nullptr) [[unlikely]]
+    block->tracker = tracker->retain();  // given back once it has run
   pushed_.fetch_add(1, std::memory_order_relaxed);
   run_exclusively({.op = std::move(block), .queue = op.queue, .priority = op.priority});
 }
@@ -125,6 +136,7 @@ void NaiveEngine::run_exclusively(Deferred first) {
       }
     } catch (...) {  // no memory for the bookkeeping: still reported, and the rest runs
       errors_.record(std::current_exception());
+      if (next.op) notify_tracker(*next.op, std::current_exception());
     }
   }
   owner_.store(std::thread::id(), std::memory_order_relaxed);
@@ -267,7 +279,16 @@ void NaiveEngine::run(OpBlock& block, QueueKind queue, int priority) {
   for (const Dep& d : block.deps) {
     if (is_write(d.access)) d.var->error = block.error;
   }
+  // Device work included: the stream was synchronised above.
+  if (block.tracker != nullptr) [[unlikely]]
+    notify_tracker(block, block.error);
   completed_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void NaiveEngine::notify_tracker(OpBlock& block, std::exception_ptr error) noexcept {
+  if (block.tracker == nullptr) return;
+  const OperationStateRef state(std::exchange(block.tracker, nullptr));
+  state->complete(std::move(error));
 }
 
 OperationCounts NaiveEngine::operation_counts() const {

@@ -49,6 +49,7 @@ class NaiveEngine final : public Engine, public EngineCore {
   using Engine::delete_var;
   void delete_var(VarHandle var, VarDeleter on_deleted) override;
   void push(Operation op) override;
+  OperationHandle push_tracked(Operation op) override;
   void wait_to_read(VarHandle var) override;
   void wait_to_write(VarHandle var) override;
   void wait_for_all() override;
@@ -73,6 +74,12 @@ class NaiveEngine final : public Engine, public EngineCore {
     VarDeleter on_deleted;
   };
 
+  /// push, with the state of a handle to tell once the operation has run
+  /// (null for untracked pushes).
+  void push_block(Operation& op, OperationState* tracker);
+  /// Tells `block`'s handle, if it has one, `error` (null: success), and
+  /// gives back the reference it held (Note [Operation handles]).
+  static void notify_tracker(OpBlock& block, std::exception_ptr error) noexcept;
   /// Throws DeviceError for a context no operation can run on.
   void check_context(Context ctx) const;
   Stream* stream_for(Context ctx, QueueKind queue);

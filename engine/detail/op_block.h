@@ -22,6 +22,7 @@ namespace tagflow::detail {
 
 class WorkerPool;
 class EngineCore;
+class OperationState;
 
 /// What the engine does with an operation once it may run.
 enum class OpKind : std::uint8_t {
@@ -111,6 +112,10 @@ struct alignas(64) OpBlock : Pooled<OpBlock> {
   /// another stream; rare, so kept out of line).
   std::unique_ptr<std::vector<Fence>> stream_waits;
   WaitSignal* signal = nullptr;
+  /// The state of the handle push_tracked returned (one reference), told
+  /// the outcome when the operation completes; null for untracked pushes
+  /// (Note [Operation handles] in engine/detail/operation_state.h).
+  OperationState* tracker = nullptr;
 
   /// True once the operation has completed (its record may since have been
   /// recycled: check `seq` first).

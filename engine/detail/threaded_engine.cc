@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/detail/nvtx_range.h"
+#include "engine/detail/operation_state.h"
 #include "engine/error.h"
 
 namespace tagflow::detail {
@@ -149,7 +150,9 @@ void ThreadedEngine::delete_var(VarHandle var, VarDeleter on_deleted) {
 
 // --- push: appending claims ----------------------------------------------------
 
-void ThreadedEngine::push(Operation op) {
+void ThreadedEngine::push(Operation op) { push_block(op, nullptr); }
+
+void ThreadedEngine::push_block(Operation& op, OperationState* tracker) {
   if (fork_check_.forked()) [[unlikely]]
     throw_fork_error("push");
   TAGFLOW_CHECK(static_cast<bool>(op.fn), "push: operation '{}' has no closure", op.name);
@@ -183,6 +186,8 @@ void ThreadedEngine::push(Operation op) {
     if (profiling()) [[unlikely]] {
       block->profile = new ProfileMarks{.pushed = profiler_now()};
     }
+    if (tracker != nullptr) [[unlikely]]
+      block->tracker = tracker->retain();  // given back by complete()
     submit(block);
   }
   thread_local std::uint32_t pushes = 0;
@@ -370,6 +375,8 @@ void ThreadedEngine::leave_on(const Dep& dep, const OpBlock& op) {
 
 void ThreadedEngine::complete(OpBlock* op, Followers* followers) {
   if (op->error && op->kind == OpKind::kUser) record_error(op->error);
+  if (op->tracker != nullptr) [[unlikely]]
+    notify_tracker(*op);
   for (const Dep& d : op->deps) leave_on(d, *op);
   if (op->kind == OpKind::kDelete) {
     if (op->fn) op->fn.body()(RunContext{}, nullptr);

@@ -108,6 +108,7 @@ class ThreadedEngine final : public Engine, public EngineCore {
   using Engine::delete_var;
   void delete_var(VarHandle var, VarDeleter on_deleted) override;
   void push(Operation op) override;
+  OperationHandle push_tracked(Operation op) override;
   void wait_to_read(VarHandle var) override;
   void wait_to_write(VarHandle var) override;
   void wait_for_all() override;
@@ -140,6 +141,12 @@ class ThreadedEngine final : public Engine, public EngineCore {
   static constexpr int kMaxGpus = 64;
   static constexpr int kMaxPools = kMaxCpuDevices + 2 * kMaxGpus;
 
+  /// push, with the state of a handle to tell when the operation completes
+  /// (null for untracked pushes).
+  void push_block(Operation& op, OperationState* tracker);
+  /// Tells `op`'s handle the outcome, now or once its device work has
+  /// finished, and gives back the reference it held (Note [Operation handles]).
+  static void notify_tracker(OpBlock& op) noexcept;
   WorkerPool* pool_for(const char* op_name, Context ctx, QueueKind queue);
   WorkerPool* create_pool(int slot, Context ctx, QueueKind queue);
   /// Makes `op` known: edges from the operations it must follow. Takes
