@@ -20,18 +20,11 @@
 #include <array>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <deque>
 #include <exception>
-#include <functional>
-#include <future>
 #include <latch>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -39,10 +32,9 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/config.h"
 #include "engine/engine.h"
-#include "engine/inline_function.h"
-#include "engine/stream.h"
+#include "engine/splitmix.h"
+#include "tests/engine/differential_harness.h"
 #include "tests/engine/random_workload.h"
 #include "tests/engine/watchdog.h"
 
@@ -51,191 +43,36 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// --- watchdog ------------------------------------------------------------------
-
 using testing::run_with_timeout;
 
-bool heavy_tests_enabled() {
-  const char* flag = std::getenv("TAGFLOW_HEAVY_TESTS");
-  return flag != nullptr && std::string(flag) == "1";
-}
-
-// --- random workloads (tests/engine/random_workload.h) ----------------------------
+// --- random workloads (tests/engine/random_workload.h) and the harness ------------
+// (tests/engine/differential_harness.h)
 
 using testing::apply;
+using testing::Binding;
+using testing::build;
 using testing::Cell;
+using testing::cells_match;
 using testing::Checkpoint;
+using testing::Completer;
 using testing::Coverage;
 using testing::coverage_of;
+using testing::each_op_ran_once;
+using testing::EngineSetup;
 using testing::Expected;
-using testing::Finish;
 using testing::generate;
+using testing::heavy_tests_enabled;
+using testing::kSetups;
+using testing::kSimGpus;
+using testing::make_operation;
 using testing::OpSpec;
+using testing::Probe;
 using testing::replay;
 using testing::Rng;
 using testing::Workload;
 using testing::WorkloadShape;
 
-// --- comparing with the serial replay ----------------------------------------------
-
-::testing::AssertionResult cells_match(const std::vector<Cell>& expected,
-                                       const std::vector<Cell>& actual) {
-  if (expected.size() != actual.size()) {
-    return ::testing::AssertionFailure()
-           << "expected " << expected.size() << " cells, got " << actual.size();
-  }
-  int wrong = 0;
-  std::string detail;
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    if (expected[i] == actual[i]) continue;
-    if (++wrong <= 3) {
-      char line[160];
-      std::snprintf(line, sizeof line, "\n  cell %zu: word0 expected %016llx, got %016llx", i,
-                    static_cast<unsigned long long>(expected[i].words[0]),
-                    static_cast<unsigned long long>(actual[i].words[0]));
-      detail += line;
-    }
-  }
-  if (wrong == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << wrong << " of " << expected.size() << " cells differ from the serial replay" << detail;
-}
-
 // --- running a workload on an engine ------------------------------------------------
-
-/// Runs tasks posted by operations on a few threads of its own: completes
-/// asynchronous operations away from the engine's workers.
-class Completer {
- public:
-  using Task = detail::InlineFunction<void(), 64>;
-
-  explicit Completer(int num_threads) {
-    for (int i = 0; i < num_threads; ++i) threads_.emplace_back([this] { run(); });
-  }
-  /// Runs every task posted so far, then joins.
-  ~Completer() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    ready_.notify_all();
-    for (std::thread& t : threads_) t.join();
-  }
-  Completer(const Completer&) = delete;
-  Completer& operator=(const Completer&) = delete;
-
-  void post(Task task) {
-    {
-      std::lock_guard lock(mutex_);
-      tasks_.push_back(std::move(task));
-    }
-    ready_.notify_one();
-  }
-
- private:
-  void run() {
-    for (;;) {
-      Task task;
-      {
-        std::unique_lock lock(mutex_);
-        ready_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
-        if (tasks_.empty()) return;
-        task = std::move(tasks_.front());
-        tasks_.pop_front();
-      }
-      task();
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<Task> tasks_;
-  bool stopping_ = false;
-  std::vector<std::thread> threads_;
-};
-
-/// What the operations of one workload observed while running.
-struct Probe {
-  explicit Probe(std::size_t num_ops) : runs(num_ops) {}
-  std::vector<std::atomic<std::uint32_t>> runs;  ///< times each op's work ran
-  std::atomic<int> misrouted{0};  ///< ran with the wrong context, stream or worker index
-};
-
-/// Everything an operation's closure needs, shared by the ops of a workload.
-struct Binding {
-  Cell* const* table = nullptr;
-  Probe* probe = nullptr;
-  Completer* completer = nullptr;
-  int cpu_workers = 1;
-};
-
-void run_work(const Binding& b, const OpSpec& op) {
-  if (op.slow) std::this_thread::sleep_for(2ms);
-  apply(op, b.table);
-  b.probe->runs[op.index].fetch_add(1, std::memory_order_relaxed);
-}
-
-bool routed_correctly(const Binding& b, const OpSpec& op, const RunContext& rc) {
-  if (rc.ctx != op.ctx || rc.worker < 0) return false;
-  if (op.ctx.is_cpu()) return rc.stream == nullptr && rc.worker < b.cpu_workers;
-  return rc.stream != nullptr && rc.stream->context() == op.ctx && rc.stream->kind() == op.queue &&
-         rc.worker == 0;
-}
-
-Operation make_operation(const Binding& b, const OpSpec& op, const std::vector<VarHandle>& vars) {
-  Operation o;
-  o.name = op.ctx.is_gpu() ? "differential_gpu_op" : "differential_cpu_op";
-  o.ctx = op.ctx;
-  o.queue = op.queue;
-  o.priority = op.priority;
-  for (int r : op.reads) o.reads.push_back(vars[static_cast<std::size_t>(r)]);
-  for (int v : op.writes) o.writes.push_back(vars[static_cast<std::size_t>(v)]);
-  const Binding* bp = &b;
-  const OpSpec* opp = &op;
-  auto check_route = [bp, opp](const RunContext& rc) {
-    if (!routed_correctly(*bp, *opp, rc)) bp->probe->misrouted.fetch_add(1);
-  };
-  switch (op.finish) {
-    case Finish::kSync:
-      o.fn = [bp, opp, check_route](const RunContext& rc) {
-        check_route(rc);
-        if (rc.stream != nullptr) {
-          rc.stream->enqueue_host([bp, opp] { run_work(*bp, *opp); });
-        } else {
-          run_work(*bp, *opp);
-        }
-      };
-      break;
-    case Finish::kDoneElsewhere:
-      o.fn = [bp, opp, check_route](const RunContext& rc, Completion done) {
-        check_route(rc);
-        if (rc.stream != nullptr) {
-          rc.stream->enqueue_host([bp, opp] { run_work(*bp, *opp); });
-        } else {
-          run_work(*bp, *opp);
-        }
-        bp->completer->post([done = std::move(done)]() mutable { done.done(); });
-      };
-      break;
-    case Finish::kWorkElsewhere:
-      o.fn = [bp, opp, check_route](const RunContext& rc, Completion done) {
-        check_route(rc);
-        bp->completer->post([bp, opp, stream = rc.stream, done = std::move(done)]() mutable {
-          if (stream != nullptr) {
-            // Another thread launching onto the GPU selects it first, as
-            // CUDA requires (Note [Simulated CUDA rules]).
-            stream->make_device_current();
-            stream->enqueue_host([bp, opp] { run_work(*bp, *opp); });
-          } else {
-            run_work(*bp, *opp);
-          }
-          done.done();
-        });
-      };
-      break;
-  }
-  return o;
-}
 
 /// Pushes the workload in order, with its checkpoint waits (recording the
 /// cell seen) and its early deletions, issued while work on the variable may
@@ -280,50 +117,6 @@ std::vector<VarHandle> push_workload(Engine& engine, const Workload& w, const Bi
 
 void delete_vars(Engine& engine, const std::vector<VarHandle>& vars) {
   for (VarHandle v : vars) engine.delete_var(v);
-}
-
-::testing::AssertionResult each_op_ran_once(const Probe& probe) {
-  for (std::size_t i = 0; i < probe.runs.size(); ++i) {
-    const std::uint32_t n = probe.runs[i].load();
-    if (n != 1)
-      return ::testing::AssertionFailure() << "operation " << i << " ran " << n << " times";
-  }
-  if (probe.misrouted.load() != 0) {
-    return ::testing::AssertionFailure()
-           << probe.misrouted.load()
-           << " operation(s) ran with the wrong context, stream or worker";
-  }
-  return ::testing::AssertionSuccess();
-}
-
-// --- the engines compared ------------------------------------------------------------
-
-struct EngineSetup {
-  const char* label;
-  EngineKind kind;
-  int cpu_workers;
-  int worker_spin;  ///< -1: the configured default
-};
-
-constexpr int kDefaultSpin = -1;
-// The last setup never spins: workers sleep at once, exercising the wake-up path.
-constexpr std::array<EngineSetup, 5> kSetups = {{
-    {"naive", EngineKind::kNaive, 1, kDefaultSpin},
-    {"threaded, 1 worker", EngineKind::kThreaded, 1, kDefaultSpin},
-    {"threaded, 2 workers", EngineKind::kThreaded, 2, kDefaultSpin},
-    {"threaded, 4 workers", EngineKind::kThreaded, 4, kDefaultSpin},
-    {"threaded, 2 workers, no spinning", EngineKind::kThreaded, 2, 0},
-}};
-
-constexpr int kSimGpus = 2;
-
-std::unique_ptr<Engine> build(const EngineSetup& setup) {
-  EngineConfig config = EngineConfig::defaults();
-  config.kind = setup.kind;
-  config.cpu_workers = setup.cpu_workers;
-  if (setup.worker_spin >= 0) config.worker_spin = setup.worker_spin;
-  config.sim_gpus = kSimGpus;
-  return make_engine(config);
 }
 
 /// One client pushing one workload on each engine: cells, checkpoint values
