@@ -45,6 +45,7 @@ class SmallVector {
   ~SmallVector() { release(); }
 
   std::size_t size() const { return size_; }
+  std::size_t capacity() const { return capacity_; }
   bool empty() const { return size_ == 0; }
   T* data() { return data_; }
   const T* data() const { return data_; }

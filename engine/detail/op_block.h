@@ -129,14 +129,43 @@ struct alignas(64) OpBlock : Pooled<OpBlock> {
   OpBlock(const OpBlock&) = delete;
   OpBlock& operator=(const OpBlock&) = delete;
 
-  /// Fills `deps` from the operation's lists: duplicates merged, a variable
-  /// in both lists becomes kReadWrite. Short lists keep the order listed
-  /// (writes first), long ones come out sorted by address.
-  void set_deps(const VarList& reads, const VarList& writes);
+  /// Fills `deps` from the operation's lists, which hold no null variable:
+  /// duplicates merged, a variable in both lists becomes kReadWrite. Short
+  /// lists keep the order listed (writes first), long ones come out sorted
+  /// by address. Inline: it is on every push.
+  void set_deps(const VarList& reads, const VarList& writes) {
+    const std::size_t listed = reads.size() + writes.size();
+    // A repeat is found by looking back over what is kept: a handful of
+    // compares and no sort. Long lists are sorted instead, so that an
+    // operation on thousands of variables stays n log n.
+    if (listed > 16) [[unlikely]] {
+      set_deps_sorted(reads, writes);
+      return;
+    }
+    deps.reserve(listed);
+    Dep* kept = deps.data();
+    std::size_t n = 0;
+    for (VarHandle v : writes) {
+      std::size_t i = 0;
+      while (i < n && kept[i].var != v) ++i;
+      if (i == n) kept[n++] = Dep{v, Access::kWrite};
+    }
+    const std::size_t written = n;
+    for (VarHandle v : reads) {
+      std::size_t i = 0;
+      while (i < n && kept[i].var != v) ++i;
+      if (i == n) {
+        kept[n++] = Dep{v, Access::kRead};
+      } else if (i < written) {
+        kept[i].access = Access::kReadWrite;  // modified in place
+      }
+    }
+    deps.resize_within_capacity(n);
+  }
   /// Wraps an exception thrown by this operation into an OperationError
   /// naming it (errors it inherited are passed on unchanged).
   std::exception_ptr wrap(std::exception_ptr cause) const;
-  /// set_deps for long lists.
+  /// set_deps for long lists (sorted, then merged).
   void set_deps_sorted(const VarList& reads, const VarList& writes);
   /// Completion handed to an asynchronous closure.
   static Completion make_completion(OpBlock* op) { return Completion(op); }

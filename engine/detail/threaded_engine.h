@@ -152,17 +152,20 @@ class ThreadedEngine final : public Engine, public EngineCore {
   /// Makes `op` known: edges from the operations it must follow. Takes
   /// ownership; the caller holds `push_lock_` and allocated `op` under it.
   void submit(OpBlock* op);
+  // The three below are small and on every push or completion: inlined
+  // (defined in threaded_engine.cc, the only file that calls them).
   /// Starts fetching the records `var`'s next claim will look at.
-  static void prefetch_predecessors(const VarBlock& var, bool write);
-  /// Forgets the readers of `var` that have completed.
+  [[gnu::always_inline]] inline static void prefetch_predecessors(const VarBlock& var, bool write);
+  /// Links `op` after `pred` unless `pred` has completed; true if linked.
+  [[gnu::always_inline]] inline static bool add_edge(const OpRef& pred, OpBlock* op,
+                                                     std::int32_t& edges);
+  /// Records on `var` what the completing `op` leaves there (error, fences).
+  [[gnu::always_inline]] inline static void leave_on(const Dep& dep, const OpBlock& op);
   /// True when no operation on `var` is pending and its device work has
   /// finished (push lock held).
   static bool idle(VarBlock& var);
+  /// Forgets the readers of `var` that have completed.
   static void drop_completed_readers(VarBlock& var);
-  /// Links `op` after `pred` unless `pred` has completed; true if linked.
-  static bool add_edge(const OpRef& pred, OpBlock* op, std::int32_t& edges);
-  /// Records on `var` what the completing `op` leaves there (error, fences).
-  static void leave_on(const Dep& dep, const OpBlock& op);
   void on_ready(OpBlock* op, Followers* followers);
   /// Records the device fences `op` must respect; true if it is held back
   /// until fences finish (it is then handed on from the stream's thread).
