@@ -24,7 +24,11 @@ namespace tagflow {
 Completion& Completion::operator=(Completion&& other) noexcept {
   if (this != &other) {
     if (op_ != nullptr) {
-      fail(std::make_exception_ptr(Error("an unfinished Completion was overwritten")));
+      // Made first: the temporary Error, which shares its message with the
+      // stored copy, is gone before another thread can see that copy.
+      std::exception_ptr error =
+          std::make_exception_ptr(Error("an unfinished Completion was overwritten"));
+      fail(std::move(error));
     }
     op_ = std::exchange(other.op_, nullptr);
   }
@@ -33,8 +37,9 @@ Completion& Completion::operator=(Completion&& other) noexcept {
 
 Completion::~Completion() {
   if (op_ != nullptr) {
-    fail(std::make_exception_ptr(
-        Error("the operation's Completion was destroyed without done() or fail() being called")));
+    std::exception_ptr error = std::make_exception_ptr(  // made first, as in operator=
+        Error("the operation's Completion was destroyed without done() or fail() being called"));
+    fail(std::move(error));
   }
 }
 

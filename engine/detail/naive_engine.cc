@@ -88,6 +88,12 @@ void NaiveEngine::push_block(Operation& op, OperationState* tracker) {
   if (fork_check_.forked()) [[unlikely]]
     throw_fork_error("push");
   TAGFLOW_CHECK(static_cast<bool>(op.fn), "push: operation '{}' has no closure", op.name);
+  for (VarHandle v : op.reads) {
+    TAGFLOW_CHECK(v != nullptr, "push: operation '{}' lists a null variable in reads", op.name);
+  }
+  for (VarHandle v : op.writes) {
+    TAGFLOW_CHECK(v != nullptr, "push: operation '{}' lists a null variable in writes", op.name);
+  }
   check_context(op.ctx);
   auto block = std::make_unique<OpBlock>();
   block->name = op.name;
@@ -109,6 +115,7 @@ void NaiveEngine::push_block(Operation& op, OperationState* tracker) {
 }
 
 void NaiveEngine::run_exclusively(Deferred first) {
+  first.ticket = next_ticket_.fetch_add(1, std::memory_order_seq_cst);
   // Note [Naive engine order].
   if (inside_own_operation()) {
     deferred_.push_back(std::move(first));
@@ -119,6 +126,7 @@ void NaiveEngine::run_exclusively(Deferred first) {
     state_changed_.wait(lock, [&] { return !busy_ || awaiting_completion_; });
     if (busy_) {  // the running operation awaits its Completion: maybe from us
       handed_over_.push_back(std::move(first));
+      throttle_handed_over(lock);
       return;
     }
     busy_ = true;
@@ -138,9 +146,58 @@ void NaiveEngine::run_exclusively(Deferred first) {
       errors_.record(std::current_exception());
       if (next.op) notify_tracker(*next.op, std::current_exception());
     }
+    finish_ticket(next.ticket);
   }
   owner_.store(std::thread::id(), std::memory_order_relaxed);
   release();
+}
+
+void NaiveEngine::finish_ticket(std::uint64_t ticket) {
+  // Note [Naive wait_for_all]: only the engine's holder is here.
+  const std::uint64_t below = finished_below_.load(std::memory_order_relaxed);
+  const auto at = static_cast<std::size_t>(ticket - below);
+  if (finished_window_.size() <= at) finished_window_.resize(at + 1, false);
+  finished_window_[at] = true;
+  std::uint64_t passed = 0;
+  while (!finished_window_.empty() && finished_window_.front()) {
+    finished_window_.pop_front();
+    ++passed;
+  }
+  if (passed == 0) return;
+  finished_below_.store(below + passed, std::memory_order_seq_cst);
+  if (all_waiters_.load(std::memory_order_seq_cst) > 0) {
+    { const std::lock_guard lock(state_mutex_); }  // a waiter is checking or asleep
+    state_changed_.notify_all();
+  }
+}
+
+void NaiveEngine::throttle_handed_over(std::unique_lock<std::mutex>& lock) {
+  // Note [Bounded run-ahead] in threaded_engine.h, for pushes handed over:
+  // they return before they run, so a producer that never pauses would grow
+  // the holder's backlog without end. Above max_pending unfinished tickets
+  // it waits for half that, unless nothing finishes for a while (it may be
+  // the thread that is to complete the running operation).
+  const auto limit = static_cast<std::uint64_t>(config_.max_pending);
+  auto backlog = [&] {
+    return next_ticket_.load(std::memory_order_relaxed) -
+           finished_below_.load(std::memory_order_seq_cst);
+  };
+  if (limit == 0 || backlog() <= limit) return;
+  all_waiters_.fetch_add(1, std::memory_order_seq_cst);
+  std::uint64_t seen = finished_below_.load(std::memory_order_relaxed);
+  auto last_progress = std::chrono::steady_clock::now();
+  while (backlog() > limit / 2) {
+    state_changed_.wait_for(lock, std::chrono::milliseconds(2));
+    const std::uint64_t now_finished = finished_below_.load(std::memory_order_relaxed);
+    const auto now = std::chrono::steady_clock::now();
+    if (now_finished != seen) {
+      seen = now_finished;
+      last_progress = now;
+    } else if (now - last_progress > std::chrono::milliseconds(20)) {
+      break;  // stalled: the backlog may wait on this very thread
+    }
+  }
+  all_waiters_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void NaiveEngine::acquire() {
@@ -375,8 +432,15 @@ void NaiveEngine::wait_for_all() {
   // Note [Errors seen by wait_for_all] in error_report.h: the window is the
   // one open at the call, before the lock may make this thread wait.
   const std::uint64_t window = errors_.open_window();
-  acquire();  // what runs now was pushed before
-  release();
+  // Note [Naive wait_for_all]: what was pushed before the call, no more.
+  const std::uint64_t target = next_ticket_.load(std::memory_order_seq_cst);
+  if (finished_below_.load(std::memory_order_seq_cst) < target) {
+    std::unique_lock lock(state_mutex_);
+    all_waiters_.fetch_add(1, std::memory_order_seq_cst);
+    state_changed_.wait(lock,
+                        [&] { return finished_below_.load(std::memory_order_seq_cst) >= target; });
+    all_waiters_.fetch_sub(1, std::memory_order_relaxed);
+  }
   if (std::exception_ptr error = errors_.close(window)) std::rethrow_exception(error);
 }
 

@@ -21,6 +21,21 @@
 //   starts hands its push over too, which is why the engine's lock is a
 //   flag (busy_) and a condition, not a mutex.
 // Such a push returns before its operation ran; a wait for it runs it first.
+//
+// Note [Naive wait_for_all]
+// wait_for_all waits for what was pushed before it, not for the engine to
+// be free: with producers that never pause, the thread holding the engine
+// may run handed-over pushes for as long as they keep coming. Every unit of
+// work (an operation or a deletion) takes a ticket when it is pushed; the
+// thread holding the engine marks tickets finished as it runs them, in a
+// window that only the holder touches, and publishes the ticket below which
+// all have finished. A waiter takes the next ticket as its target and waits
+// until that mark passes it; the holder wakes waiters only when there are
+// some (the same handshake as the threaded engine's notify_idle). A thread
+// whose push was handed over waits while more than max_pending tickets are
+// unfinished, as a client of the threaded engine does (Note [Bounded
+// run-ahead] in threaded_engine.h): else the backlog, and with it every
+// wait, would grow for as long as producers push.
 
 #include <atomic>
 #include <chrono>
@@ -72,6 +87,7 @@ class NaiveEngine final : public Engine, public EngineCore {
     int priority = 0;
     VarHandle deleted = nullptr;
     VarDeleter on_deleted;
+    std::uint64_t ticket = 0;  ///< Note [Naive wait_for_all]
   };
 
   /// push, with the state of a handle to tell once the operation has run
@@ -90,6 +106,11 @@ class NaiveEngine final : public Engine, public EngineCore {
   /// Takes the engine and runs `first`, then everything deferred meanwhile;
   /// or hands `first` over to an operation awaiting its Completion.
   void run_exclusively(Deferred first);
+  /// After a push was handed over: waits while the backlog is above
+  /// max_pending (the state lock held).
+  void throttle_handed_over(std::unique_lock<std::mutex>& lock);
+  /// The engine's holder has finished the work of `ticket` (Note [Naive wait_for_all]).
+  void finish_ticket(std::uint64_t ticket);
   /// Waits until no operation runs, and holds the engine until release().
   void acquire();
   void release();
@@ -123,6 +144,12 @@ class NaiveEngine final : public Engine, public EngineCore {
   /// Profiling: push numbers, and the last profiled writer of each variable.
   std::uint64_t next_seq_ = 1;
   std::map<const VarBlock*, std::uint64_t> profiled_writers_;
+  /// Note [Naive wait_for_all]: tickets handed out, the mark below which all
+  /// have finished, the holder's window from that mark on, and the waiters.
+  std::atomic<std::uint64_t> next_ticket_{0};
+  std::atomic<std::uint64_t> finished_below_{0};
+  std::deque<bool> finished_window_;
+  std::atomic<std::uint32_t> all_waiters_{0};
   /// For the dump: counts, and the operations being run (innermost last).
   std::atomic<std::uint64_t> pushed_{0};
   std::atomic<std::uint64_t> completed_{0};
