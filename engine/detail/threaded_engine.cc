@@ -137,6 +137,7 @@ void ThreadedEngine::delete_var(VarHandle var, VarDeleter on_deleted) {
     if (on_deleted) run_deleter(on_deleted);
     return;
   }
+  if (delete_after_writer(var, on_deleted, lock)) return;
   auto* op = new OpBlock;
   op->name = "delete_var";
   op->kind = OpKind::kDelete;
@@ -146,6 +147,40 @@ void ThreadedEngine::delete_var(VarHandle var, VarDeleter on_deleted) {
   }
   op->deps.push_back(Dep{var, Access::kWrite});
   submit(op);
+}
+
+bool ThreadedEngine::delete_after_writer(VarBlock* var, VarDeleter& on_deleted,
+                                         std::unique_lock<SpinLock>& lock) {
+  // Note [Deletion after the last writer]. Not idle, no reader pending: the
+  // last writer is. Its fields read here are set before it was published.
+  OpBlock* writer = var->last_writer.op;
+  if (!var->readers.empty() || writer == nullptr || writer->kind != OpKind::kUser ||
+      writer->pool == nullptr || writer->pool->stream() != nullptr) {
+    return false;
+  }
+  var->deleter = std::move(on_deleted);
+  OpBlock* const tagged = deletion_successor(var);
+  std::uint32_t n = writer->successor_count.load(std::memory_order_acquire);
+  while (n < OpBlock::kInlineSuccessors) {
+    writer->inline_successors[n].store(tagged, std::memory_order_relaxed);
+    if (writer->successor_count.compare_exchange_weak(n, n + 1, std::memory_order_release,
+                                                      std::memory_order_acquire)) {
+      return true;  // the writer's completion deletes it
+    }
+  }
+  if ((n & OpBlock::kCompleted) != 0 && idle(*var)) {  // it completed meanwhile
+    lock.unlock();
+    delete_now(var);
+    return true;
+  }
+  on_deleted = std::move(var->deleter);  // slots full: a deletion operation
+  return false;
+}
+
+void ThreadedEngine::delete_now(VarBlock* var) {
+  VarDeleter deleter = std::move(var->deleter);
+  delete var;
+  if (deleter) run_deleter(deleter);
 }
 
 // --- push: appending claims ----------------------------------------------------
@@ -407,7 +442,9 @@ void ThreadedEngine::complete(OpBlock* op, Followers* followers) {
   const int slot = op->epoch_slot;
   release(op);
   for (OpBlock* successor : successors) {
-    if (successor->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    if (VarBlock* deleted = as_deletion(successor)) [[unlikely]] {
+      delete_now(deleted);  // Note [Deletion after the last writer]
+    } else if (successor->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       on_ready(successor, followers);
     }
   }

@@ -64,6 +64,21 @@
 // epochs back is known complete. The counters stay per worker (relaxed, on
 // its own line), as before; the epoch is read under the push lock only.
 //
+// Note [Deletion after the last writer]
+// Arrays die at the rate of operations, usually while the operation that
+// wrote them is still pending (`c = a + b` in a loop drops the previous c).
+// A deletion operation for each would double the records pushed and run.
+// When the variable's only pending operation is its last writer, and that
+// writer runs on a CPU (it leaves no device fence, and it was held until
+// the device work before it had finished), the deleter goes into the
+// variable's record and the variable into one of the writer's successor
+// slots, tagged (deletion_successor): the writer's completion, after it has
+// left its marks on the variable, frees it and runs the deleter, before it
+// is counted as completed, so wait_for_all covers the deletion as it covers
+// a deletion operation. If the slots are full, or the writer is on a GPU,
+// a deletion operation is pushed as before. Such a deletion is not an
+// operation: dependency dumps do not list it.
+//
 // Note [Dependency state]
 // The engine keeps no list of pending operations: that would cost every push
 // and completion a shared write. The dump finds them where they live, in the
@@ -152,6 +167,13 @@ class ThreadedEngine final : public Engine, public EngineCore {
   /// Makes `op` known: edges from the operations it must follow. Takes
   /// ownership; the caller holds `push_lock_` and allocated `op` under it.
   void submit(OpBlock* op);
+  /// delete_var's short way, when the last writer of `var` is the only
+  /// operation pending on it: true if the deletion is attached to it (or
+  /// done), false to push a deletion operation (Note [Deletion after the
+  /// last writer]).
+  bool delete_after_writer(VarBlock* var, VarDeleter& on_deleted, std::unique_lock<SpinLock>& lock);
+  /// Frees `var` and runs the deleter it holds.
+  static void delete_now(VarBlock* var);
   // The three below are small and on every push or completion: inlined
   // (defined in threaded_engine.cc, the only file that calls them).
   /// Starts fetching the records `var`'s next claim will look at.

@@ -152,6 +152,7 @@ void ThreadedEngine::collect_pending(DependencyState& state) const {
   }
   for (const OpBlock* pred : live) {
     auto link = [&](const OpBlock* to) {
+      if (as_deletion(to) != nullptr) return;  // Note [Deletion after the last writer]
       const auto it = index.find(to);
       if (it == index.end()) return;  // cannot happen: it follows a pending operation
       add_blockers(*pred, *to, state.operations[it->second].waits_for);

@@ -31,6 +31,7 @@
 
 #include "engine/detail/object_pool.h"
 #include "engine/detail/spin_lock.h"
+#include "engine/inline_function.h"
 #include "engine/small_vector.h"
 #include "engine/stream.h"
 
@@ -86,6 +87,11 @@ struct alignas(64) VarBlock : Pooled<VarBlock> {
   Fence write_fence;
   SmallVector<Fence, 2> read_fences;
 
+  // --- set by delete_var, run by the completing writer ---
+  /// The deleter of a variable whose deletion waits on its last writer
+  /// (Note [Deletion after the last writer] in threaded_engine.h).
+  InlineFunction<void(), 40> deleter;
+
   /// Keeps, per stream, only the latest fence: later marks cover earlier ones.
   void add_read_fence(const Fence& fence) {
     for (Fence& f : read_fences) {
@@ -97,5 +103,19 @@ struct alignas(64) VarBlock : Pooled<VarBlock> {
     read_fences.push_back(fence);
   }
 };
+static_assert(sizeof(VarBlock) == 256, "a variable's record: four cache lines");
+
+/// A successor slot holds an operation or, with the lowest bit set, a
+/// variable to delete once the operation has completed (Note [Deletion
+/// after the last writer] in threaded_engine.h); records are cache-line
+/// aligned, so the bit is free.
+inline OpBlock* deletion_successor(VarBlock* var) {
+  return reinterpret_cast<OpBlock*>(reinterpret_cast<std::uintptr_t>(var) | 1);
+}
+/// The variable a successor slot holds for deletion, or null for an operation.
+inline VarBlock* as_deletion(const OpBlock* successor) {
+  const auto bits = reinterpret_cast<std::uintptr_t>(successor);
+  return (bits & 1) != 0 ? reinterpret_cast<VarBlock*>(bits & ~std::uintptr_t{1}) : nullptr;
+}
 
 }  // namespace tagflow::detail
