@@ -140,6 +140,9 @@ class ThreadedEngine final : public Engine, public EngineCore {
   static constexpr int kMaxGpus = 64;
   static constexpr int kMaxPools = kMaxCpuDevices + 2 * kMaxGpus;
 
+  /// Throws StaleVariableError if `op` lists a deleted variable (push lock
+  /// held; Note [Variable generations] in var_block.h).
+  static void check_variables(const Operation& op);
   WorkerPool* pool_for(const char* op_name, Context ctx, QueueKind queue);
   WorkerPool* create_pool(int slot, Context ctx, QueueKind queue);
   /// Makes `op` known: edges from the operations it must follow. Takes

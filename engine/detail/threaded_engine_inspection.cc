@@ -66,7 +66,7 @@ void add_blockers(const OpBlock& pred, const OpBlock& op, std::vector<Blocker>& 
   for (const Dep& a : op.deps) {
     for (const Dep& b : pred.deps) {
       if (a.var == b.var && (is_write(a.access) || is_write(b.access))) {
-        waits_for.push_back({pred.seq, a.var});
+        waits_for.push_back({pred.seq, var_handle(a)});
       }
     }
   }
@@ -148,7 +148,9 @@ void ThreadedEngine::collect_pending(DependencyState& state) const {
     p.queue = op->queue;
     p.priority = op->priority;
     p.stage = op->stage.load(std::memory_order_relaxed);
-    for (const Dep& d : op->deps) (is_write(d.access) ? p.writes : p.reads).push_back(d.var);
+    for (const Dep& d : op->deps) {
+      (is_write(d.access) ? p.writes : p.reads).push_back(var_handle(d));
+    }
   }
   for (const OpBlock* pred : live) {
     auto link = [&](const OpBlock* to) {
