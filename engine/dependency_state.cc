@@ -115,14 +115,12 @@ std::string DependencyState::describe(std::size_t max_waiting) const {
       const PendingOperation* holder = find(b.seq);
       const char* access = lists(op.writes, b.var) ? "to write" : "to read";
       if (holder == nullptr) {
-        out += fmt::format("    var {} {}: held by #{}\n", static_cast<const void*>(b.var), access,
-                           b.seq);
+        out += fmt::format("    var {} {}: held by #{}\n", b.var.str(), access, b.seq);
         continue;
       }
       const char* holds = lists(holder->writes, b.var) ? "writes it" : "reads it";
-      out +=
-          fmt::format("    var {} {}: held by {}, which {} ({})\n", static_cast<const void*>(b.var),
-                      access, header(*holder), holds, to_string(holder->stage));
+      out += fmt::format("    var {} {}: held by {}, which {} ({})\n", b.var.str(), access,
+                         header(*holder), holds, to_string(holder->stage));
     }
   }
   return out;

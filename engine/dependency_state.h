@@ -52,7 +52,9 @@ struct PendingOperation {
   QueueKind queue = QueueKind::kCompute;
   int priority = 0;
   OperationStage stage = OperationStage::kWaiting;
-  std::vector<VarHandle> reads;  ///< merged: a variable read and written is in `writes` only
+  /// The handles as the operation was given them (a pending deletion's is
+  /// already stale). Merged: a variable read and written is in `writes` only.
+  std::vector<VarHandle> reads;
   std::vector<VarHandle> writes;
   /// The uncompleted operations it follows directly, oldest first; one entry
   /// per variable when it follows the same operation on several.

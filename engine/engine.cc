@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
+#include <ostream>
 #include <set>
 #include <string>
 #include <utility>
@@ -55,6 +56,16 @@ void Completion::fail(std::exception_ptr error) {
   detail::OpBlock* op = std::exchange(op_, nullptr);
   op->engine->complete_async(op, std::move(error));
 }
+
+// --- variable handles --------------------------------------------------------------
+
+std::string VarHandle::str() const {
+  if (!*this) return "null";
+  return fmt::format("{} (generation {})", static_cast<const void*>(detail::var_block(*this)),
+                     generation());
+}
+
+std::ostream& operator<<(std::ostream& os, const VarHandle& var) { return os << var.str(); }
 
 // --- names -----------------------------------------------------------------------
 

@@ -49,6 +49,14 @@ class DeviceError : public Error {
   using Error::Error;
 };
 
+/// A VarHandle was used after delete_var: it names a variable that no longer
+/// exists (Note [Variable generations] in engine/detail/var_block.h). The
+/// call that throws it changes nothing.
+class StaleVariableError : public Error {
+ public:
+  using Error::Error;
+};
+
 /// An engine (or a DataLoader) started before fork() was used in the child,
 /// where its threads do not exist (Note [Engine lifetime] in engine.h).
 class ForkError : public Error {

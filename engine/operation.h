@@ -5,6 +5,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <functional>
+#include <iosfwd>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -20,10 +23,50 @@ class Stream;
 namespace detail {
 struct VarBlock;
 struct OpBlock;
+struct VarHandleBits;
 }  // namespace detail
 
-/// Opaque handle to an engine variable (a dependency tag).
-using VarHandle = detail::VarBlock*;
+/// Handle to an engine variable (a dependency tag): a small value type of 8
+/// bytes naming the variable's record and the generation it was made at, so
+/// that a handle kept after delete_var is refused with StaleVariableError
+/// instead of reaching whatever variable reuses the record (Note [Variable
+/// generations] in engine/detail/var_block.h). Null by default; compares,
+/// orders, hashes and prints.
+///
+///   VarHandle x = engine.new_var();
+///   std::unordered_map<VarHandle, int> uses{{x, 0}};
+///   if (x != nullptr) engine.delete_var(x);   // x is stale from here on
+class VarHandle {
+ public:
+  constexpr VarHandle() noexcept = default;
+  /// The null handle, so that `VarHandle v = nullptr;` and `v == nullptr` read well.
+  constexpr VarHandle(std::nullptr_t) noexcept {}  // NOLINT: implicit on purpose
+
+  /// True unless null.
+  constexpr explicit operator bool() const noexcept { return bits_ != 0; }
+  /// The generation of its variable's record the handle was made at.
+  constexpr std::uint32_t generation() const noexcept {
+    return static_cast<std::uint32_t>(bits_ >> kAddressBits);
+  }
+  /// The encoded value: equal for equal handles (for hashing and printing).
+  constexpr std::uint64_t bits() const noexcept { return bits_; }
+  /// "0x7f3a2c001040 (generation 3)", or "null".
+  std::string str() const;
+
+  friend constexpr bool operator==(const VarHandle&, const VarHandle&) = default;
+  friend constexpr auto operator<=>(const VarHandle&, const VarHandle&) = default;
+
+ private:
+  friend struct detail::VarHandleBits;
+  /// The record's address without its low kAlignmentBits (zero: records are
+  /// aligned to cache lines) in the low bits; the generation above.
+  static constexpr int kAlignmentBits = 6;
+  static constexpr int kAddressBits = 42;
+  std::uint64_t bits_ = 0;
+};
+
+/// Prints `var.str()`.
+std::ostream& operator<<(std::ostream& os, const VarHandle& var);
 
 /// The variables an operation reads or writes. Up to four inline.
 using VarList = detail::SmallVector<VarHandle, 4>;
@@ -143,3 +186,10 @@ inline constexpr std::size_t kMaxInternedNameLength = 256;
 const char* intern_name(std::string_view name);
 
 }  // namespace tagflow
+
+template <>
+struct std::hash<tagflow::VarHandle> {
+  std::size_t operator()(const tagflow::VarHandle& var) const noexcept {
+    return std::hash<std::uint64_t>{}(var.bits());
+  }
+};

@@ -31,7 +31,7 @@ NaiveEngine::~NaiveEngine() {
 VarHandle NaiveEngine::new_var() {
   if (fork_check_.forked()) [[unlikely]]
     throw_fork_error("new_var");
-  return new VarBlock;
+  return make_var();
 }
 
 void NaiveEngine::delete_var(VarHandle var, VarDeleter on_deleted) {
@@ -46,9 +46,28 @@ void NaiveEngine::delete_var(VarHandle var, VarDeleter on_deleted) {
 void NaiveEngine::delete_now(VarHandle var, VarDeleter& on_deleted) {
   // Every operation pushed before has completed, device work included (each
   // synchronises its stream).
-  profiled_writers_.erase(var);
-  delete var;
+  VarBlock* record = var_block(var);
+  profiled_writers_.erase(record);
+  free_var(record);
   if (on_deleted) run_deleter(on_deleted);
+}
+
+void NaiveEngine::admit(Deferred& item) {
+  if (!item.op) {
+    check_live(item.deleted, "delete_var");
+    end_generation(var_block(item.deleted));  // stale from here on
+    return;
+  }
+  for (const Dep& d : item.op->deps) {
+    if (!is_live(d.var, d.generation)) [[unlikely]] {
+      delete std::exchange(item.op->profile, nullptr);  // never recorded
+      throw_stale(var_handle(d), "push", item.op->name,
+                  d.access == Access::kRead    ? "reads"
+                  : d.access == Access::kWrite ? "writes"
+                                               : "reads and writes");
+    }
+  }
+  pushed_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void NaiveEngine::check_context(Context ctx) const {
@@ -110,20 +129,26 @@ void NaiveEngine::push_block(Operation& op, OperationState* tracker) {
   }
   if (tracker != nullptr) [[unlikely]]
     block->tracker = tracker->retain();  // given back once it has run
-  pushed_.fetch_add(1, std::memory_order_relaxed);
   run_exclusively({.op = std::move(block), .queue = op.queue, .priority = op.priority});
 }
 
 void NaiveEngine::run_exclusively(Deferred first) {
-  first.ticket = next_ticket_.fetch_add(1, std::memory_order_seq_cst);
-  // Note [Naive engine order].
+  // Note [Naive engine order]. A ticket once admitted: a refused push never
+  // runs, so it must not hold up wait_for_all (Note [Naive wait_for_all]).
   if (inside_own_operation()) {
+    {
+      std::lock_guard lock(state_mutex_);
+      admit(first);
+      first.ticket = next_ticket_.fetch_add(1, std::memory_order_seq_cst);
+    }
     deferred_.push_back(std::move(first));
     return;
   }
   {
     std::unique_lock lock(state_mutex_);
     state_changed_.wait(lock, [&] { return !busy_ || awaiting_completion_; });
+    admit(first);
+    first.ticket = next_ticket_.fetch_add(1, std::memory_order_seq_cst);
     if (busy_) {  // the running operation awaits its Completion: maybe from us
       handed_over_.push_back(std::move(first));
       throttle_handed_over(lock);
@@ -203,6 +228,14 @@ void NaiveEngine::throttle_handed_over(std::unique_lock<std::mutex>& lock) {
 void NaiveEngine::acquire() {
   std::unique_lock lock(state_mutex_);
   state_changed_.wait(lock, [&] { return !busy_; });
+  busy_ = true;
+}
+
+void NaiveEngine::acquire_live(VarHandle var, const char* what) {
+  std::unique_lock lock(state_mutex_);
+  check_live(var, what);  // at once, even while an operation runs
+  state_changed_.wait(lock, [&] { return !busy_; });
+  check_live(var, what);  // a deletion may have been admitted meanwhile
   busy_ = true;
 }
 
@@ -366,7 +399,9 @@ DependencyState NaiveEngine::dependency_state() {
     p.name = op->name;
     p.ctx = op->ctx;
     p.stage = op->stage.load(std::memory_order_relaxed);
-    for (const Dep& d : op->deps) (is_write(d.access) ? p.writes : p.reads).push_back(d.var);
+    for (const Dep& d : op->deps) {
+      (is_write(d.access) ? p.writes : p.reads).push_back(var_handle(d));
+    }
   }
   return state;
 }
@@ -415,8 +450,8 @@ void NaiveEngine::rethrow_error_of(VarHandle var, const char* what) {
     throw_fork_error(what);
   check_not_running_here(what);
   TAGFLOW_CHECK(var != nullptr, "{}: expected a variable, got null", what);
-  acquire();  // what runs now was pushed before
-  std::exception_ptr error = var->error;
+  acquire_live(var, what);  // what runs now was pushed before
+  std::exception_ptr error = var_block(var)->error;
   release();
   if (error) std::rethrow_exception(error);
 }

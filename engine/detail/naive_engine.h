@@ -113,9 +113,19 @@ class NaiveEngine final : public Engine, public EngineCore {
   void finish_ticket(std::uint64_t ticket);
   /// Waits until no operation runs, and holds the engine until release().
   void acquire();
+  /// Same, for a wait on `var`: throws StaleVariableError, before waiting or
+  /// once the engine is free, if `var` was deleted (Note [Variable
+  /// generations] in var_block.h). Deletions are admitted under the same
+  /// mutex, and none while the engine is held: `var` stays live until release().
+  void acquire_live(VarHandle var, const char* what);
   void release();
   /// Runs one operation (the lock held).
   void run(OpBlock& block, QueueKind queue, int priority);
+  /// Refuses `item` if it names a deleted variable, and counts it; a deletion
+  /// makes its variable's handles stale at once. Under `state_mutex_`, just
+  /// before `item` is queued: no deletion comes between the check and the
+  /// queueing (Note [Variable generations] in var_block.h).
+  void admit(Deferred& item);
   /// Deletes a variable (the lock held): its operations have all completed.
   void delete_now(VarHandle var, VarDeleter& on_deleted);
   void rethrow_error_of(VarHandle var, const char* what);

@@ -27,6 +27,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <new>
 #include <utility>
@@ -91,6 +92,11 @@ class ObjectPoolRegistry {
 struct alignas(16) PoolSlotHeader {
   ObjectPoolCache* owner;
   PoolSlotHeader* next;
+  /// The slot's generation, for the type that needs one: zero in a fresh
+  /// slot, and kept across recycling (neither the pool nor the object's
+  /// construction writes it). Variable records count their variables in it
+  /// (Note [Variable generations] in var_block.h).
+  std::atomic<std::uint32_t> generation;
 };
 
 class alignas(64) ObjectPoolCache {
@@ -184,6 +190,12 @@ class ObjectPool {
 
   /// Hands back this thread's pending returns now (a thread about to idle).
   static void flush_returns() noexcept { returns().flush(); }
+
+  /// The header of the slot holding `p` (an object of this pool, alive or not).
+  static PoolSlotHeader& header(const void* p) noexcept {
+    return *reinterpret_cast<PoolSlotHeader*>(const_cast<char*>(static_cast<const char*>(p)) +
+                                              kHeaderOffset);
+  }
 
   /// See ObjectPoolRegistry::for_each_slot.
   template <typename F>

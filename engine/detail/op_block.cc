@@ -7,14 +7,17 @@
 namespace tagflow::detail {
 
 void OpBlock::set_deps_sorted(const VarList& reads, const VarList& writes) {
-  for (VarHandle v : writes) deps.push_back(Dep{v, Access::kWrite});
-  for (VarHandle v : reads) deps.push_back(Dep{v, Access::kRead});
+  for (VarHandle v : writes) deps.push_back(Dep{var_block(v), Access::kWrite, v.generation()});
+  for (VarHandle v : reads) deps.push_back(Dep{var_block(v), Access::kRead, v.generation()});
   std::sort(deps.begin(), deps.end(), [](const Dep& a, const Dep& b) { return a.var < b.var; });
   // Merge repeats: a variable both read and written is modified in place.
+  // Handles of one record at two generations keep the older one: at most the
+  // newer is live, so a stale one is still refused (Note [Variable generations]).
   std::size_t kept = deps.empty() ? 0 : 1;
   for (std::size_t i = 1; i < deps.size(); ++i) {
     if (deps[kept - 1].var == deps[i].var) {
       if (deps[kept - 1].access != deps[i].access) deps[kept - 1].access = Access::kReadWrite;
+      deps[kept - 1].generation = std::min(deps[kept - 1].generation, deps[i].generation);
     } else {
       deps[kept++] = deps[i];
     }

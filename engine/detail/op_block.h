@@ -145,17 +145,25 @@ struct alignas(64) OpBlock : Pooled<OpBlock> {
     deps.reserve(listed);
     Dep* kept = deps.data();
     std::size_t n = 0;
-    for (VarHandle v : writes) {
+    // Handles of one record at two generations keep the older one: at most
+    // the newer is live, so a stale one is still refused (Note [Variable
+    // generations] in var_block.h).
+    auto find = [&](VarBlock* var, std::uint32_t generation) {
       std::size_t i = 0;
-      while (i < n && kept[i].var != v) ++i;
-      if (i == n) kept[n++] = Dep{v, Access::kWrite};
+      while (i < n && kept[i].var != var) ++i;
+      if (i < n && generation < kept[i].generation) kept[i].generation = generation;
+      return i;
+    };
+    for (VarHandle v : writes) {
+      VarBlock* var = var_block(v);
+      if (find(var, v.generation()) == n) kept[n++] = Dep{var, Access::kWrite, v.generation()};
     }
     const std::size_t written = n;
     for (VarHandle v : reads) {
-      std::size_t i = 0;
-      while (i < n && kept[i].var != v) ++i;
+      VarBlock* var = var_block(v);
+      const std::size_t i = find(var, v.generation());
       if (i == n) {
-        kept[n++] = Dep{v, Access::kRead};
+        kept[n++] = Dep{var, Access::kRead, v.generation()};
       } else if (i < written) {
         kept[i].access = Access::kReadWrite;  // modified in place
       }

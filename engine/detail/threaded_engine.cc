@@ -115,7 +115,7 @@ WorkerPool* ThreadedEngine::create_pool(int slot, Context ctx, QueueKind queue) 
 VarHandle ThreadedEngine::new_var() {
   if (fork_check_.forked()) [[unlikely]]
     throw_fork_error("new_var");
-  return new VarBlock;
+  return make_var();
 }
 
 void ThreadedEngine::delete_var(VarHandle var, VarDeleter on_deleted) {
@@ -128,16 +128,20 @@ void ThreadedEngine::delete_var(VarHandle var, VarDeleter on_deleted) {
   }
   TAGFLOW_CHECK(var != nullptr, "delete_var: expected a variable, got null");
   std::unique_lock lock(push_lock_);
-  if (!profiled_writers_.empty()) profiled_writers_.erase(var);
-  if (idle(*var)) {
+  check_live(var, "delete_var");
+  VarBlock* record = var_block(var);
+  end_generation(record);  // stale from here on (Note [Variable generations])
+  if (!profiled_writers_.empty()) profiled_writers_.erase(record);
+  if (idle(*record)) {
     // Nothing pending and no device work in flight: no operation needed.
     // (Arrays die at the rate of operations; most are idle by then.)
     lock.unlock();
-    delete var;
+    free_var(record);
     if (on_deleted) run_deleter(on_deleted);
     return;
   }
-  if (delete_after_writer(var, on_deleted, lock)) return;
+  record->deleted_generation = var.generation();
+  if (delete_after_writer(record, on_deleted, lock)) return;
   auto* op = new OpBlock;
   op->name = "delete_var";
   op->kind = OpKind::kDelete;
@@ -145,7 +149,7 @@ void ThreadedEngine::delete_var(VarHandle var, VarDeleter on_deleted) {
   if (on_deleted) {
     op->fn = [d = std::move(on_deleted)](const RunContext&) mutable { run_deleter(d); };
   }
-  op->deps.push_back(Dep{var, Access::kWrite});
+  op->deps.push_back(Dep{record, Access::kWrite, var.generation()});
   submit(op);
 }
 
@@ -159,12 +163,14 @@ bool ThreadedEngine::delete_after_writer(VarBlock* var, VarDeleter& on_deleted,
     return false;
   }
   var->deleter = std::move(on_deleted);
+  var->deletion_seq = next_seq_;  // taken below if the deletion rides on the writer
   OpBlock* const tagged = deletion_successor(var);
   std::uint32_t n = writer->successor_count.load(std::memory_order_acquire);
   while (n < OpBlock::kInlineSuccessors) {
     writer->inline_successors[n].store(tagged, std::memory_order_relaxed);
     if (writer->successor_count.compare_exchange_weak(n, n + 1, std::memory_order_release,
                                                       std::memory_order_acquire)) {
+      ++next_seq_;
       return true;  // the writer's completion deletes it
     }
   }
@@ -179,7 +185,7 @@ bool ThreadedEngine::delete_after_writer(VarBlock* var, VarDeleter& on_deleted,
 
 void ThreadedEngine::delete_now(VarBlock* var) {
   VarDeleter deleter = std::move(var->deleter);
-  delete var;
+  free_var(var);
   if (deleter) run_deleter(deleter);
 }
 
@@ -205,10 +211,11 @@ void ThreadedEngine::push_block(Operation& op, OperationState* tracker) {
     pool = pool_for(op.name, op.ctx, op.queue);
   {
     std::lock_guard lock(push_lock_);
+    check_variables(op);
     // Ask for the earlier operations' first lines before building the record,
     // so the transfers overlap with that work (see submit()).
-    for (VarHandle v : op.writes) prefetch_predecessors(*v, true);
-    for (VarHandle v : op.reads) prefetch_predecessors(*v, false);
+    for (VarHandle v : op.writes) prefetch_predecessors(*var_block(v), true);
+    for (VarHandle v : op.reads) prefetch_predecessors(*var_block(v), false);
     auto* block = new OpBlock;
     block->name = op.name;
     block->ctx = op.ctx;
@@ -228,6 +235,17 @@ void ThreadedEngine::push_block(Operation& op, OperationState* tracker) {
   thread_local std::uint32_t pushes = 0;
   if ((++pushes & 63) == 0 && config_.max_pending > 0 && this_worker().pool == nullptr) {
     throttle();
+  }
+}
+
+void ThreadedEngine::check_variables(const Operation& op) {
+  for (VarHandle v : op.writes) {
+    if (!is_live(var_block(v), v.generation())) [[unlikely]]
+      throw_stale(v, "push", op.name, "writes");
+  }
+  for (VarHandle v : op.reads) {
+    if (!is_live(var_block(v), v.generation())) [[unlikely]]
+      throw_stale(v, "push", op.name, "reads");
   }
 }
 
@@ -415,7 +433,7 @@ void ThreadedEngine::complete(OpBlock* op, Followers* followers) {
   for (const Dep& d : op->deps) leave_on(d, *op);
   if (op->kind == OpKind::kDelete) {
     if (op->fn) op->fn.body()(RunContext{}, nullptr);
-    delete op->deps[0].var;  // nothing can follow it
+    free_var(op->deps[0].var);  // nothing can follow it
   }
   // Close the slots and the overflow stack, then release the successors in
   // push order: the slots first, then the stack (newest first, so reversed).

@@ -76,8 +76,9 @@
 // left its marks on the variable, frees it and runs the deleter, before it
 // is counted as completed, so wait_for_all covers the deletion as it covers
 // a deletion operation. If the slots are full, or the writer is on a GPU,
-// a deletion operation is pushed as before. Such a deletion is not an
-// operation: dependency dumps do not list it.
+// a deletion operation is pushed as before. Dependency dumps list such a
+// deletion as the "delete_var" operation it stands for, with a push number
+// of its own, waiting for the writer.
 //
 // Note [Dependency state]
 // The engine keeps no list of pending operations: that would cost every push
@@ -162,6 +163,9 @@ class ThreadedEngine final : public Engine, public EngineCore {
   /// Tells `op`'s handle the outcome, now or once its device work has
   /// finished, and gives back the reference it held (Note [Operation handles]).
   static void notify_tracker(OpBlock& op) noexcept;
+  /// Throws StaleVariableError if `op` lists a deleted variable (push lock
+  /// held; Note [Variable generations] in var_block.h).
+  static void check_variables(const Operation& op);
   WorkerPool* pool_for(const char* op_name, Context ctx, QueueKind queue);
   WorkerPool* create_pool(int slot, Context ctx, QueueKind queue);
   /// Makes `op` known: edges from the operations it must follow. Takes

@@ -66,7 +66,7 @@ void add_blockers(const OpBlock& pred, const OpBlock& op, std::vector<Blocker>& 
   for (const Dep& a : op.deps) {
     for (const Dep& b : pred.deps) {
       if (a.var == b.var && (is_write(a.access) || is_write(b.access))) {
-        waits_for.push_back({pred.seq, a.var});
+        waits_for.push_back({pred.seq, var_handle(a)});
       }
     }
   }
@@ -148,11 +148,23 @@ void ThreadedEngine::collect_pending(DependencyState& state) const {
     p.queue = op->queue;
     p.priority = op->priority;
     p.stage = op->stage.load(std::memory_order_relaxed);
-    for (const Dep& d : op->deps) (is_write(d.access) ? p.writes : p.reads).push_back(d.var);
+    for (const Dep& d : op->deps) {
+      (is_write(d.access) ? p.writes : p.reads).push_back(var_handle(d));
+    }
   }
+  std::vector<PendingOperation> deletions;
   for (const OpBlock* pred : live) {
     auto link = [&](const OpBlock* to) {
-      if (as_deletion(to) != nullptr) return;  // Note [Deletion after the last writer]
+      if (const VarBlock* deleted = as_deletion(to)) {
+        // Note [Deletion after the last writer]: listed as the deletion
+        // operation it stands for, waiting for the writer.
+        const VarHandle var = VarHandleBits::make(deleted, deleted->deleted_generation);
+        deletions.push_back({.seq = deleted->deletion_seq,
+                             .name = "delete_var",
+                             .writes = {var},
+                             .waits_for = {{pred->seq, var}}});
+        return;
+      }
       const auto it = index.find(to);
       if (it == index.end()) return;  // cannot happen: it follows a pending operation
       add_blockers(*pred, *to, state.operations[it->second].waits_for);
@@ -164,6 +176,11 @@ void ThreadedEngine::collect_pending(DependencyState& state) const {
     }
     const Edge* e = pred->overflow.load(std::memory_order_acquire);
     for (; e != nullptr && e != OpBlock::kClosed; e = e->next) link(e->to);
+  }
+  if (!deletions.empty()) {
+    for (PendingOperation& d : deletions) state.operations.push_back(std::move(d));
+    std::sort(state.operations.begin(), state.operations.end(),
+              [](const PendingOperation& a, const PendingOperation& b) { return a.seq < b.seq; });
   }
   for (PendingOperation& p : state.operations) {
     std::stable_sort(p.waits_for.begin(), p.waits_for.end(),

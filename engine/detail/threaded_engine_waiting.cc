@@ -26,8 +26,9 @@ void ThreadedEngine::wait_on(VarHandle var, Access access, const char* what) {
   std::uint64_t waited_for_seq = 0;
   {
     std::lock_guard lock(push_lock_);
+    check_live(var, what);
     if (profiled) [[unlikely]] {
-      const OpRef& writer = var->last_writer;
+      const OpRef& writer = var_block(var)->last_writer;
       if (writer.op != nullptr && writer.op->seq == writer.seq) {
         waited_for = writer.op->name;
         waited_for_seq = writer.seq;
@@ -38,7 +39,7 @@ void ThreadedEngine::wait_on(VarHandle var, Access access, const char* what) {
     op->kind = OpKind::kWait;
     op->engine = this;
     op->signal = &signal;
-    op->deps.push_back(Dep{var, access});
+    op->deps.push_back(Dep{var_block(var), access, var.generation()});
     submit(op);
   }
   signal.wait();
