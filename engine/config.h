@@ -30,7 +30,7 @@ struct EngineConfig {
   int worker_spin = 2000;
   /// TAGFLOW_MAX_PENDING_OPS: operations a client thread may have pending
   /// before its pushes pause (0: no limit). See Note [Bounded run-ahead].
-  int max_pending = 4096;
+  int max_pending = 16384;
   /// TAGFLOW_MEMORY_LIMIT: bytes each device may hold (in use plus cached),
   /// with an optional K, M or G suffix; 0 (default) leaves only the device's
   /// own limit. How the out-of-memory path is exercised on simulated GPUs.

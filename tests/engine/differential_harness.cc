@@ -18,11 +18,12 @@ bool heavy_tests_enabled() {
   return flag != nullptr && std::string(flag) == "1";
 }
 
-std::unique_ptr<Engine> build(const EngineSetup& setup) {
+std::unique_ptr<Engine> build(const EngineSetup& setup, int max_pending) {
   EngineConfig config = EngineConfig::defaults();
   config.kind = setup.kind;
   config.cpu_workers = setup.cpu_workers;
   if (setup.worker_spin >= 0) config.worker_spin = setup.worker_spin;
+  if (max_pending >= 0) config.max_pending = max_pending;
   config.sim_gpus = kSimGpus;
   return make_engine(config);
 }

@@ -48,7 +48,8 @@ inline constexpr std::array<EngineSetup, 5> kSetups = {{
 /// Simulated GPUs of every engine built here: gpu(0) and gpu(1) of the workloads.
 inline constexpr int kSimGpus = 2;
 
-std::unique_ptr<Engine> build(const EngineSetup& setup);
+/// `max_pending` >= 0 overrides the default bound on a client's run-ahead.
+std::unique_ptr<Engine> build(const EngineSetup& setup, int max_pending = -1);
 
 // --- completing asynchronous operations elsewhere -------------------------------------
 

@@ -310,7 +310,9 @@ void check_waits_with_busy_producers(std::span<const EngineSetup> setups, std::u
   }
   for (const EngineSetup& setup : setups) {
     SCOPED_TRACE(setup.label);
-    std::unique_ptr<Engine> engine = build(setup);
+    // Each producer runs ahead by at most 4096 operations (Note [Bounded
+    // run-ahead]), a tenth of its workload: waits then overlap its pushes.
+    std::unique_ptr<Engine> engine = build(setup, 4096);
     std::vector<std::unique_ptr<Producer>> producers;
     for (const Workload& w : workloads) producers.push_back(std::make_unique<Producer>(w));
     std::atomic<bool> stop{false};
