@@ -68,14 +68,12 @@ std::uint64_t WorkerPool::completed(int slot) const {
 
 void WorkerPool::enqueue(OpBlock* op) {
   queue_.push(op);
-  // Paired with the fence an idle worker passes between announcing itself
-  // in idle_ and looking at the queue once more (next_op()): either that
-  // worker sees the operation or we see it asleep. A fence and a load, not
-  // a read-modify-write, so that the pusher only reads idle_'s line, which
-  // the workers write as they come and go. A spinning worker will find the
+  // A read-modify-write, not a plain load: it is ordered with the idle
+  // worker's own update in next_op(), so either that worker sees the
+  // operation or we see it asleep. (A fence would do on x86; this is also
+  // what ThreadSanitizer can check.) A spinning worker will find the
   // operation by itself: no wake-up then (Note [Idle workers]).
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  const std::uint32_t idle = idle_.load(std::memory_order_relaxed);
+  const std::uint32_t idle = idle_.fetch_add(0, std::memory_order_seq_cst);
   if (spinners(idle) == 0 && sleepers(idle) > 0) wake_one();
 }
 
@@ -121,7 +119,6 @@ OpBlock* WorkerPool::next_op() {
     } else {
       idle_.fetch_add(kOneSleeper, std::memory_order_seq_cst);
     }
-    std::atomic_thread_fence(std::memory_order_seq_cst);  // paired with enqueue()'s
     const std::uint32_t epoch = wake_.epoch();
     if (!queue_.maybe_nonempty() && !stopping_.load(std::memory_order_seq_cst)) {
       wake_.wait(epoch);
