@@ -211,11 +211,21 @@ void ThreadedEngine::push_block(Operation& op, OperationState* tracker) {
     pool = pool_for(op.name, op.ctx, op.queue);
   {
     std::lock_guard lock(push_lock_);
-    check_variables(op);
-    // Ask for the earlier operations' first lines before building the record,
-    // so the transfers overlap with that work (see submit()).
-    for (VarHandle v : op.writes) prefetch_predecessors(*var_block(v), true);
-    for (VarHandle v : op.reads) prefetch_predecessors(*var_block(v), false);
+    // Refuse a stale handle (Note [Variable generations] in var_block.h),
+    // and ask for the earlier operations' first lines before building the
+    // record, so the transfers overlap with that work (see submit()).
+    for (VarHandle v : op.writes) {
+      const VarBlock* record = var_block(v);
+      if (!is_live(record, v.generation())) [[unlikely]]
+        throw_stale(v, "push", op.name, "writes");
+      prefetch_predecessors(*record, true);
+    }
+    for (VarHandle v : op.reads) {
+      const VarBlock* record = var_block(v);
+      if (!is_live(record, v.generation())) [[unlikely]]
+        throw_stale(v, "push", op.name, "reads");
+      prefetch_predecessors(*record, false);
+    }
     auto* block = new OpBlock;
     block->name = op.name;
     block->ctx = op.ctx;
@@ -235,17 +245,6 @@ void ThreadedEngine::push_block(Operation& op, OperationState* tracker) {
   thread_local std::uint32_t pushes = 0;
   if ((++pushes & 63) == 0 && config_.max_pending > 0 && this_worker().pool == nullptr) {
     throttle();
-  }
-}
-
-void ThreadedEngine::check_variables(const Operation& op) {
-  for (VarHandle v : op.writes) {
-    if (!is_live(var_block(v), v.generation())) [[unlikely]]
-      throw_stale(v, "push", op.name, "writes");
-  }
-  for (VarHandle v : op.reads) {
-    if (!is_live(var_block(v), v.generation())) [[unlikely]]
-      throw_stale(v, "push", op.name, "reads");
   }
 }
 

@@ -169,9 +169,6 @@ class ThreadedEngine final : public Engine, public EngineCore {
   /// Tells `op`'s handle the outcome, now or once its device work has
   /// finished, and gives back the reference it held (Note [Operation handles]).
   static void notify_tracker(OpBlock& op) noexcept;
-  /// Throws StaleVariableError if `op` lists a deleted variable (push lock
-  /// held; Note [Variable generations] in var_block.h).
-  static void check_variables(const Operation& op);
   WorkerPool* pool_for(const char* op_name, Context ctx, QueueKind queue);
   WorkerPool* create_pool(int slot, Context ctx, QueueKind queue);
   /// Makes `op` known: edges from the operations it must follow. Takes
