@@ -554,7 +554,7 @@ TEST_P(DifferentialHeavy, WaitForAllWithProducersThatNeverPause) {
   run_with_timeout(600s, [seed] {
     check_waits_with_busy_producers(kThreadedSetups, 3000 + static_cast<std::uint64_t>(seed),
                                     2 + seed % 4,
-                                    {.num_vars = 3 + 10 * (seed % 3), .num_ops = 60'000}, 2s);
+                                    {.num_vars = 3 + 10 * (seed % 3), .num_ops = 60'000}, 1s);
   });
 }
 
