@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/detail/operation_state.h"
+#include "engine/detail/stall_watch.h"
 #include "engine/detail/worker_pool.h"
 #include "engine/error.h"
 
@@ -209,18 +210,11 @@ void NaiveEngine::throttle_handed_over(std::unique_lock<std::mutex>& lock) {
   };
   if (limit == 0 || backlog() <= limit) return;
   all_waiters_.fetch_add(1, std::memory_order_seq_cst);
-  std::uint64_t seen = finished_below_.load(std::memory_order_relaxed);
-  auto last_progress = std::chrono::steady_clock::now();
+  StallWatch watch(finished_below_.load(std::memory_order_relaxed));
   while (backlog() > limit / 2) {
     state_changed_.wait_for(lock, std::chrono::milliseconds(2));
-    const std::uint64_t now_finished = finished_below_.load(std::memory_order_relaxed);
-    const auto now = std::chrono::steady_clock::now();
-    if (now_finished != seen) {
-      seen = now_finished;
-      last_progress = now;
-    } else if (now - last_progress > std::chrono::milliseconds(20)) {
-      break;  // stalled: the backlog may wait on this very thread
-    }
+    // Stalled: the backlog may wait on this very thread.
+    if (watch.stalled(finished_below_.load(std::memory_order_relaxed))) break;
   }
   all_waiters_.fetch_sub(1, std::memory_order_relaxed);
 }

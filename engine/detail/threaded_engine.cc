@@ -8,6 +8,7 @@
 
 #include "engine/detail/nvtx_range.h"
 #include "engine/detail/operation_state.h"
+#include "engine/detail/stall_watch.h"
 #include "engine/error.h"
 
 namespace tagflow::detail {
@@ -110,85 +111,6 @@ WorkerPool* ThreadedEngine::create_pool(int slot, Context ctx, QueueKind queue) 
   return owned_pools_.back().get();
 }
 
-// --- variables ----------------------------------------------------------------
-
-VarHandle ThreadedEngine::new_var() {
-  if (fork_check_.forked()) [[unlikely]]
-    throw_fork_error("new_var");
-  return make_var();
-}
-
-void ThreadedEngine::delete_var(VarHandle var, VarDeleter on_deleted) {
-  // In a forked child the variable, and the memory its deleter would give
-  // back, are the child's copies of the parent's: kept, unused (the
-  // deleter too, so that the memory stays reachable for leak checks).
-  if (fork_check_.forked()) [[unlikely]] {
-    if (on_deleted) abandon(std::make_unique<VarDeleter>(std::move(on_deleted)));
-    return;
-  }
-  TAGFLOW_CHECK(var != nullptr, "delete_var: expected a variable, got null");
-  std::unique_lock lock(push_lock_);
-  check_live(var, "delete_var");
-  VarBlock* record = var_block(var);
-  end_generation(record);  // stale from here on (Note [Variable generations])
-  if (!profiled_writers_.empty()) profiled_writers_.erase(record);
-  if (idle(*record)) {
-    // Nothing pending and no device work in flight: no operation needed.
-    // (Arrays die at the rate of operations; most are idle by then.)
-    lock.unlock();
-    free_var(record);
-    if (on_deleted) run_deleter(on_deleted);
-    return;
-  }
-  record->deleted_generation = var.generation();
-  if (delete_after_writer(record, on_deleted, lock)) return;
-  auto* op = new OpBlock;
-  op->name = "delete_var";
-  op->kind = OpKind::kDelete;
-  op->engine = this;
-  if (on_deleted) {
-    op->fn = [d = std::move(on_deleted)](const RunContext&) mutable { run_deleter(d); };
-  }
-  op->deps.push_back(Dep{record, Access::kWrite, var.generation()});
-  submit(op);
-}
-
-bool ThreadedEngine::delete_after_writer(VarBlock* var, VarDeleter& on_deleted,
-                                         std::unique_lock<SpinLock>& lock) {
-  // Note [Deletion after the last writer]. Not idle, no reader pending: the
-  // last writer is. Its fields read here are set before it was published.
-  OpBlock* writer = var->last_writer.op;
-  if (!var->readers.empty() || writer == nullptr || writer->kind != OpKind::kUser ||
-      writer->pool == nullptr || writer->pool->stream() != nullptr) {
-    return false;
-  }
-  var->deleter = std::move(on_deleted);
-  var->deletion_seq = next_seq_;  // taken below if the deletion rides on the writer
-  OpBlock* const tagged = deletion_successor(var);
-  std::uint32_t n = writer->successor_count.load(std::memory_order_acquire);
-  while (n < OpBlock::kInlineSuccessors) {
-    writer->inline_successors[n].store(tagged, std::memory_order_relaxed);
-    if (writer->successor_count.compare_exchange_weak(n, n + 1, std::memory_order_release,
-                                                      std::memory_order_acquire)) {
-      ++next_seq_;
-      return true;  // the writer's completion deletes it
-    }
-  }
-  if ((n & OpBlock::kCompleted) != 0 && idle(*var)) {  // it completed meanwhile
-    lock.unlock();
-    delete_now(var);
-    return true;
-  }
-  on_deleted = std::move(var->deleter);  // slots full: a deletion operation
-  return false;
-}
-
-void ThreadedEngine::delete_now(VarBlock* var) {
-  VarDeleter deleter = std::move(var->deleter);
-  free_var(var);
-  if (deleter) run_deleter(deleter);
-}
-
 // --- push: appending claims ----------------------------------------------------
 
 void ThreadedEngine::push(Operation op) { push_block(op, nullptr); }
@@ -268,21 +190,15 @@ void ThreadedEngine::throttle() {
   const auto limit = static_cast<std::uint64_t>(config_.max_pending);
   std::uint64_t completed = completed_count();
   if (pushed_count() - completed <= limit) return;
-  auto last_progress = std::chrono::steady_clock::now();
+  StallWatch watch(completed);
   for (int round = 0; pushed_count() - completed > limit / 2; ++round) {
     if (round < 16) {
       std::this_thread::yield();
     } else {
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
-    const std::uint64_t now_completed = completed_count();
-    const auto now = std::chrono::steady_clock::now();
-    if (now_completed != completed) {
-      completed = now_completed;
-      last_progress = now;
-    } else if (now - last_progress > std::chrono::milliseconds(20)) {
-      return;  // stalled: the backlog may wait on this very thread
-    }
+    completed = completed_count();
+    if (watch.stalled(completed)) return;  // the backlog may wait on this very thread
   }
 }
 
@@ -340,22 +256,6 @@ void ThreadedEngine::prefetch_predecessors(const VarBlock& var, bool write) {
   if (write) {
     for (const OpRef& r : var.readers) __builtin_prefetch(r.op, 0, 3);
   }
-}
-
-bool ThreadedEngine::idle(VarBlock& var) {
-  // Under the push lock: no new operation can claim `var` meanwhile. An
-  // operation's completed bit is set after it has left its variables, so
-  // once it is seen, the variable's fences are final and may be read.
-  const OpRef& writer = var.last_writer;
-  if (writer.op != nullptr && writer.op->seq == writer.seq && !writer.op->completed()) return false;
-  drop_completed_readers(var);
-  if (!var.readers.empty()) return false;
-  auto finished = [](const Fence& f) { return !f || f.stream->finished(f.seq); };
-  if (!finished(var.write_fence)) return false;
-  for (const Fence& f : var.read_fences) {
-    if (!finished(f)) return false;
-  }
-  return true;
 }
 
 void ThreadedEngine::drop_completed_readers(VarBlock& var) {
