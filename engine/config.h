@@ -29,7 +29,8 @@ struct EngineConfig {
   /// TAGFLOW_WORKER_SPIN: polls of an empty queue before a worker sleeps.
   int worker_spin = 2000;
   /// TAGFLOW_MAX_PENDING_OPS: operations a client thread may have pending
-  /// before its pushes pause (0: no limit). See Note [Bounded run-ahead].
+  /// before its pushes pause (0: no limit), divided by the dependency edges
+  /// per operation pushed lately (1 to 16). See Note [Bounded run-ahead].
   int max_pending = 16384;
   /// TAGFLOW_MEMORY_LIMIT: bytes each device may hold (in use plus cached),
   /// with an optional K, M or G suffix; 0 (default) leaves only the device's

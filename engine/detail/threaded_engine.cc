@@ -24,7 +24,8 @@ constexpr int kMaxInlineRun = 256;
 ThreadedEngine::ThreadedEngine(const EngineConfig& config)
     : config_(config),
       backend_(make_device_backend(config)),
-      cores_(static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))) {
+      cores_(static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
+      run_ahead_limit_(static_cast<std::uint64_t>(config_.max_pending)) {
   TAGFLOW_CHECK(static_cast<int>(backend_->devices().size()) <= kMaxGpus,
                 "engine: at most {} GPUs are supported, found {}", kMaxGpus,
                 backend_->devices().size());
@@ -187,7 +188,7 @@ bool ThreadedEngine::slot_drained(int slot) const {
 
 void ThreadedEngine::throttle() {
   // See Note [Bounded run-ahead].
-  const auto limit = static_cast<std::uint64_t>(config_.max_pending);
+  const auto limit = run_ahead_limit_.load(std::memory_order_relaxed);
   std::uint64_t completed = completed_count();
   if (pushed_count() - completed <= limit) return;
   StallWatch watch(completed);
@@ -236,6 +237,15 @@ void ThreadedEngine::submit(OpBlock* op) {
       v.prune_at = 8;
       v.last_writer = OpRef{op, op->seq};
     }
+  }
+  // Note [Bounded run-ahead]: the bound follows the edges per operation.
+  window_edges_ += static_cast<std::uint64_t>(edges);
+  if ((op->seq & (kEdgeWindow - 1)) == 0) {
+    const auto max_pending = static_cast<std::uint64_t>(config_.max_pending);
+    const std::uint64_t weight =
+        std::clamp(window_edges_, kEdgeWindow, kMaxEdgeWeight * kEdgeWindow);
+    run_ahead_limit_.store(max_pending * kEdgeWindow / weight, std::memory_order_relaxed);
+    window_edges_ = 0;
   }
   // With no edge made, no other thread knows the operation: it is ready.
   if (edges == 0) {
@@ -305,6 +315,16 @@ bool ThreadedEngine::add_edge(const OpRef& pred, OpBlock* op, std::int32_t& edge
 }
 
 // --- completion: following edges -----------------------------------------------
+
+void ThreadedEngine::prefetch_successors(const OpBlock& op) {
+  // Note [Successors fetched ahead]. Acquire: the slots below the count are filled.
+  const std::uint32_t n =
+      std::min(op.successor_count.load(std::memory_order_acquire), OpBlock::kInlineSuccessors);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    OpBlock* successor = op.inline_successors[i].load(std::memory_order_relaxed);
+    if (as_deletion(successor) == nullptr) prefetch_for_write(successor);
+  }
+}
 
 void ThreadedEngine::leave_on(const Dep& dep, const OpBlock& op) {
   VarBlock& v = *dep.var;
@@ -453,6 +473,7 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
     if (workers_stopped_.load(std::memory_order_relaxed)) [[unlikely]]
       park_until_exit();
     followers.inline_next = nullptr;
+    prefetch_successors(*op);
     // Skipped or not: the fence it leaves on what it writes must follow the
     // device work of the operations it follows (Note [Skipped operations on
     // device queues]).
