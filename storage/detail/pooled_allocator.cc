@@ -4,8 +4,25 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
+#include <new>
 
 namespace tagflow::detail {
+
+namespace {
+
+/// The size of class `index` (the inverse of class_index).
+std::uint64_t class_size(std::size_t index) {
+  if (index == 0) return 512;
+  const std::uint64_t power = std::uint64_t{512} << ((index - 1) / 4);
+  return power / 4 * (5 + (index - 1) % 4);
+}
+
+/// Threads are numbered as they first use a pooled allocator; the number
+/// picks the thread's magazine (Note [Per-thread magazines]).
+std::atomic<std::uint32_t> next_thread_number{0};
+
+}  // namespace
 
 std::uint64_t PooledAllocator::size_class(std::uint64_t bytes) {
   constexpr std::uint64_t kSmallest = 512;
@@ -20,10 +37,12 @@ std::uint64_t PooledAllocator::size_class(std::uint64_t bytes) {
 PooledAllocator::PooledAllocator(Context ctx, std::unique_ptr<DeviceMemory> memory,
                                  std::uint64_t limit, std::uint64_t max_cached_block,
                                  ReleaseGate* gate)
-    : ctx_(ctx), memory_(std::move(memory)), max_cached_block_(max_cached_block), gate_(gate) {
-  stats_.limit = limit;
-  stats_.capacity = memory_->capacity();
-}
+    : ctx_(ctx),
+      memory_(std::move(memory)),
+      max_cached_block_(max_cached_block),
+      limit_(limit),
+      capacity_(memory_->capacity()),
+      gate_(gate) {}
 
 std::size_t PooledAllocator::class_index(std::uint64_t size) {
   if (size <= 512) return 0;
@@ -35,11 +54,82 @@ std::size_t PooledAllocator::class_index(std::uint64_t size) {
   return size % step == 0 && index < kClasses ? index : kClasses;
 }
 
+std::uint32_t PooledAllocator::magazine_capacity(std::size_t index) {
+  static_assert(kMagazineClasses == 25, "classes up to 32 KiB: class 24 is 32 KiB");
+  const std::uint64_t blocks = (std::uint64_t{256} << 10) / class_size(index);
+  return static_cast<std::uint32_t>(std::clamp<std::uint64_t>(blocks, 8, kMagazineBlocks)) & ~1u;
+}
+
 PooledAllocator::~PooledAllocator() {
   if (gate_ != nullptr) gate_->forget(*this);
   // Blocks still in use belong to arrays that outlive the allocator (a
   // process exiting); only the cache is ours to return.
   release_cache();
+  for (auto& slot : magazines_) delete slot.load(std::memory_order_acquire);
+}
+
+PooledAllocator::Magazine* PooledAllocator::my_magazine() noexcept {
+  // Zero until the thread's first use, then 1 + its number (a plain
+  // thread-local, so that it needs no initialisation call).
+  thread_local std::uint32_t number = 0;
+  if (number == 0) [[unlikely]]
+    number = 1 + next_thread_number.fetch_add(1, std::memory_order_relaxed) % kMagazines;
+  std::atomic<Magazine*>& slot = magazines_[number - 1];
+  Magazine* magazine = slot.load(std::memory_order_acquire);
+  if (magazine != nullptr) [[likely]]
+    return magazine;
+  auto* made = new (std::nothrow) Magazine;
+  if (made == nullptr) return nullptr;
+  if (slot.compare_exchange_strong(magazine, made, std::memory_order_acq_rel)) return made;
+  delete made;  // another thread of the same number made it first
+  return magazine;
+}
+
+void* PooledAllocator::take_from_magazine(Magazine& m, std::size_t index) {
+  std::uint32_t& count = m.counts[index];
+  if (count == 0) {
+    // Half a magazine from the shared list, the most recently freed first.
+    std::lock_guard lock(lock_);
+    std::vector<void*>& list = free_lists_[index];
+    const std::uint32_t n = std::min<std::uint32_t>(magazine_capacity(index) / 2,
+                                                    static_cast<std::uint32_t>(list.size()));
+    if (n == 0) return nullptr;
+    std::memcpy(m.blocks[index].data(), list.data() + list.size() - n, n * sizeof(void*));
+    list.resize(list.size() - n);
+    count = n;
+  }
+  ++m.allocations;
+  return m.blocks[index][--count];
+}
+
+bool PooledAllocator::keep_in_magazine(Magazine& m, std::size_t index, void* data) noexcept {
+  std::uint32_t& count = m.counts[index];
+  const std::uint32_t capacity = magazine_capacity(index);
+  if (count >= capacity) {
+    // Full: the older half goes to the shared list, the recent half stays.
+    const std::uint32_t half = capacity / 2;
+    std::array<void*, kMagazineBlocks>& blocks = m.blocks[index];
+    {
+      std::lock_guard lock(lock_);
+      std::vector<void*>& list = free_lists_[index];
+      try {
+        list.insert(list.end(), blocks.begin(), blocks.begin() + half);
+      } catch (...) {  // no memory for the list: the caller hands the block back
+        return false;
+      }
+    }
+    std::memmove(blocks.data(), blocks.data() + half, (count - half) * sizeof(void*));
+    count -= half;
+  }
+  m.blocks[index][count++] = data;
+  return true;
+}
+
+void PooledAllocator::count_in_use(std::uint64_t size) noexcept {
+  const std::uint64_t now = in_use_.fetch_add(size, std::memory_order_relaxed) + size;
+  std::uint64_t peak = peak_.load(std::memory_order_relaxed);
+  while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
 }
 
 MemoryBlock PooledAllocator::allocate(std::uint64_t bytes) {
@@ -55,20 +145,26 @@ MemoryBlock PooledAllocator::allocate_block(std::uint64_t bytes) {
   std::uint64_t size = size_class(bytes);
   if (!cacheable(size)) {
     size = (bytes + 63) / 64 * 64;
+    return allocate_from_device(bytes, size);
+  }
+  const std::size_t index = class_index(size);
+  void* data = nullptr;
+  Magazine* magazine = index < kMagazineClasses ? my_magazine() : nullptr;
+  if (magazine != nullptr) {
+    std::lock_guard lock(magazine->lock);
+    data = take_from_magazine(*magazine, index);
   } else {
     std::lock_guard lock(lock_);
-    std::vector<void*>& list = free_lists_[class_index(size)];
+    std::vector<void*>& list = free_lists_[index];
     if (!list.empty()) {
-      void* data = list.back();
+      data = list.back();
       list.pop_back();
-      stats_.cached -= size;
-      stats_.in_use += size;
-      stats_.peak = std::max(stats_.peak, stats_.in_use);
-      ++stats_.allocations;
-      return {data, size};
+      ++allocations_;
     }
   }
-  return allocate_from_device(bytes, size);
+  if (data == nullptr) return allocate_from_device(bytes, size);
+  count_in_use(size);
+  return {data, size};
 }
 
 MemoryBlock PooledAllocator::allocate_from_device(std::uint64_t bytes, std::uint64_t size) {
@@ -81,31 +177,33 @@ MemoryBlock PooledAllocator::allocate_from_device(std::uint64_t bytes, std::uint
     kept_by = release_cache_unless_collectives();
     if (kept_by == 0) data = try_device_allocation(size);
   }
-  std::lock_guard lock(lock_);
-  if (data == nullptr) throw OutOfMemoryError(ctx_, bytes, stats_, kept_by);
-  ++stats_.allocations;
-  ++stats_.device_allocations;
-  stats_.peak = std::max(stats_.peak, stats_.in_use);
+  if (data == nullptr) throw OutOfMemoryError(ctx_, bytes, stats(), kept_by);
+  {
+    std::lock_guard lock(lock_);
+    ++allocations_;
+    ++device_allocations_;
+  }
+  count_in_use(size);
   return {data, size};
 }
 
 void* PooledAllocator::try_device_allocation(std::uint64_t size) {
   {
     std::lock_guard lock(lock_);
-    if (stats_.limit != 0 && stats_.in_use + stats_.cached + size > stats_.limit) return nullptr;
-    stats_.in_use += size;  // reserved: concurrent requests count it against the limit
+    if (limit_ != 0 && owned_ + size > limit_) return nullptr;
+    owned_ += size;  // reserved: concurrent requests count it against the limit
   }
   void* data = nullptr;
   try {
     data = memory_->allocate(size);
   } catch (...) {
     std::lock_guard lock(lock_);
-    stats_.in_use -= size;
+    owned_ -= size;
     throw;
   }
   if (data == nullptr) {
     std::lock_guard lock(lock_);
-    stats_.in_use -= size;
+    owned_ -= size;
   }
   return data;
 }
@@ -119,56 +217,94 @@ void PooledAllocator::release(MemoryBlock block) noexcept {
     }
   }
   if (cacheable(block.size)) {
-    std::lock_guard lock(lock_);
-    try {
-      free_lists_[class_index(block.size)].push_back(block.data);
-      stats_.in_use -= block.size;
-      stats_.cached += block.size;
+    const std::size_t index = class_index(block.size);
+    Magazine* magazine = index < kMagazineClasses ? my_magazine() : nullptr;
+    bool kept = false;
+    if (magazine != nullptr) {
+      std::lock_guard lock(magazine->lock);
+      kept = keep_in_magazine(*magazine, index, block.data);
+    } else {
+      std::lock_guard lock(lock_);
+      try {
+        free_lists_[index].push_back(block.data);
+        kept = true;
+      } catch (...) {  // no memory for the list itself: hand the block back instead
+      }
+    }
+    if (kept) {
+      in_use_.fetch_sub(block.size, std::memory_order_relaxed);
       return;
-    } catch (...) {  // no memory for the list itself: hand the block back instead
     }
   }
   if (gate_ != nullptr) {
     try {
       const std::size_t kept_by =
           gate_->release_or_defer(*this, [&] { memory_->release(block.data, block.size); });
-      std::lock_guard lock(lock_);
-      if (kept_by != 0) held_.push_back({block.data, block.size});  // counted as cached
-      stats_.in_use -= block.size;
-      if (kept_by != 0) stats_.cached += block.size;
+      {
+        std::lock_guard lock(lock_);
+        if (kept_by != 0) {
+          held_.push_back({block.data, block.size});  // counted as cached
+        } else {
+          owned_ -= block.size;
+        }
+      }
+      in_use_.fetch_sub(block.size, std::memory_order_relaxed);
       return;
     } catch (...) {  // no memory to hold the block: it goes back now, as ungated
     }
   }
   memory_->release(block.data, block.size);
-  std::lock_guard lock(lock_);
-  stats_.in_use -= block.size;
+  {
+    std::lock_guard lock(lock_);
+    owned_ -= block.size;
+  }
+  in_use_.fetch_sub(block.size, std::memory_order_relaxed);
 }
 
 void PooledAllocator::release_cache() {
+  std::uint64_t released = 0;
+  // The magazines first, one at a time (their locks come before lock_):
+  // blocks they pass to the shared lists meanwhile are taken below.
+  for (auto& slot : magazines_) {
+    Magazine* m = slot.load(std::memory_order_acquire);
+    if (m == nullptr) continue;
+    for (std::size_t index = 0; index < kMagazineClasses; ++index) {
+      std::array<void*, kMagazineBlocks> taken;
+      std::uint32_t n;
+      {
+        std::lock_guard lock(m->lock);
+        n = std::exchange(m->counts[index], 0);
+        std::copy_n(m->blocks[index].begin(), n, taken.begin());
+      }
+      for (std::uint32_t i = 0; i < n; ++i) memory_->release(taken[i], class_size(index));
+      released += n * class_size(index);
+    }
+  }
   std::array<std::vector<void*>, kClasses> taken;
   std::vector<HeldBlock> held;
   {
     std::lock_guard lock(lock_);
     taken.swap(free_lists_);
     held.swap(held_);
-    stats_.cached = 0;
   }
-  for (const HeldBlock& block : held) memory_->release(block.data, block.size);
+  for (const HeldBlock& block : held) {
+    memory_->release(block.data, block.size);
+    released += block.size;
+  }
   for (std::size_t index = 0; index < kClasses; ++index) {
-    if (taken[index].empty()) continue;
-    const std::uint64_t size = index == 0 ? 512 : [&] {
-      const std::uint64_t power = std::uint64_t{512} << ((index - 1) / 4);
-      return power / 4 * (5 + (index - 1) % 4);
-    }();
-    for (void* data : taken[index]) memory_->release(data, size);
+    for (void* data : taken[index]) memory_->release(data, class_size(index));
+    released += taken[index].size() * class_size(index);
   }
+  std::lock_guard lock(lock_);
+  owned_ -= released;
 }
 
 std::size_t PooledAllocator::release_cache_unless_collectives() {
   {
     std::lock_guard lock(lock_);
-    if (stats_.cached == 0) return 0;  // nothing to release, nothing to put off
+    if (owned_ <= in_use_.load(std::memory_order_relaxed)) {
+      return 0;  // nothing cached: nothing to release, nothing to put off
+    }
   }
   if (gate_ == nullptr) {
     release_cache();
@@ -188,18 +324,34 @@ void PooledAllocator::empty_cache() {
 }
 
 MemoryStats PooledAllocator::stats() const {
-  std::lock_guard lock(lock_);
-  return stats_;
+  std::uint64_t from_magazines = 0;
+  for (const auto& slot : magazines_) {
+    Magazine* m = slot.load(std::memory_order_acquire);
+    if (m == nullptr) continue;
+    std::lock_guard lock(m->lock);
+    from_magazines += m->allocations;
+  }
+  MemoryStats s;
+  {
+    std::lock_guard lock(lock_);
+    s.in_use = in_use_.load(std::memory_order_relaxed);
+    // Blocks on their way to or from the device make the difference
+    // negative for a moment; at rest it is exact.
+    s.cached = owned_ > s.in_use ? owned_ - s.in_use : 0;
+    s.allocations = allocations_ + from_magazines;
+    s.device_allocations = device_allocations_;
+    s.limit = limit_;
+    s.capacity = capacity_;
+  }
+  s.peak = std::max(peak_.load(std::memory_order_relaxed), s.in_use);
+  return s;
 }
 
 void PooledAllocator::set_limit(std::uint64_t bytes) {
   std::lock_guard lock(lock_);
-  stats_.limit = bytes;
+  limit_ = bytes;
 }
 
-void PooledAllocator::reset_peak() {
-  std::lock_guard lock(lock_);
-  stats_.peak = stats_.in_use;
-}
+void PooledAllocator::reset_peak() { peak_.store(in_use_.load(std::memory_order_relaxed)); }
 
 }  // namespace tagflow::detail

@@ -201,6 +201,118 @@ TEST(PooledAllocatorTest, ManyThreadsAllocateAndReleaseConcurrently) {
   EXPECT_LT(s.device_allocations, s.allocations / 10) << "the pool must serve most requests";
 }
 
+// Note [Per-thread magazines]: one thread allocates every block and another
+// releases it, as a pushing thread and a worker do. The blocks must come
+// back to the allocating thread through the shared lists (not from the
+// device each time), and the statistics must be exact at the end.
+TEST(PooledAllocatorTest, BlocksReleasedOnAnotherThreadComeBackToTheAllocatingOne) {
+  testing::run_with_timeout(30s, [] {
+    CountingMemory::Counters counters;
+    PooledAllocator pool(gpu(0), std::make_unique<CountingMemory>(counters), 0);
+    constexpr int kBlocks = 20000;
+    constexpr int kInFlight = 8;
+    std::vector<MemoryBlock> handed(kBlocks);
+    std::atomic<int> made{0};
+    std::atomic<int> released{0};
+    std::thread releaser([&] {
+      for (int i = 0; i < kBlocks; ++i) {
+        while (made.load(std::memory_order_acquire) <= i) std::this_thread::yield();
+        const MemoryBlock& b = handed[static_cast<std::size_t>(i)];
+        EXPECT_EQ(static_cast<unsigned char*>(b.data)[0], static_cast<unsigned char>(i));
+        pool.release(b);
+        released.store(i + 1, std::memory_order_release);
+      }
+    });
+    for (int i = 0; i < kBlocks; ++i) {
+      // At most kInFlight blocks live at once, as with arrays dropped in a loop.
+      while (i - released.load(std::memory_order_acquire) >= kInFlight) std::this_thread::yield();
+      MemoryBlock b = pool.allocate(100 + static_cast<std::uint64_t>(i % 300));  // class 512
+      std::memset(b.data, static_cast<unsigned char>(i), b.size);
+      handed[static_cast<std::size_t>(i)] = b;
+      made.store(i + 1, std::memory_order_release);
+    }
+    releaser.join();
+    const MemoryStats s = pool.stats();
+    EXPECT_EQ(s.in_use, 0u);
+    EXPECT_EQ(s.allocations, static_cast<std::uint64_t>(kBlocks));
+    EXPECT_EQ(s.cached, s.device_allocations * 512u);
+    EXPECT_EQ(static_cast<std::uint64_t>(counters.allocated.load()), s.device_allocations);
+    // Two magazines and the blocks in flight: about a hundred, not 20,000.
+    EXPECT_LT(s.device_allocations, 200u) << "released blocks must reach the allocating thread";
+    EXPECT_GE(s.peak, 512u);
+    EXPECT_LE(s.peak, 512u * (kInFlight + 1));
+    pool.empty_cache();
+    EXPECT_EQ(pool.stats().cached, 0u);
+    EXPECT_EQ(counters.held.load(), 0u) << "empty_cache must take the magazines' blocks too";
+  });
+}
+
+// Blocks left in the magazine of a thread that has ended are still cached:
+// counted, handed back by empty_cache, and released when a request needs room.
+TEST(PooledAllocatorTest, BlocksInTheMagazineOfAnEndedThreadAreReleasedWhenNeeded) {
+  CountingMemory::Counters counters;
+  counters.capacity = 64 * 1024;
+  PooledAllocator pool(gpu(0), std::make_unique<CountingMemory>(counters), 0);
+  std::thread([&] {
+    std::vector<MemoryBlock> blocks;
+    for (int i = 0; i < 16; ++i) blocks.push_back(pool.allocate(4096));
+    for (const MemoryBlock& b : blocks) pool.release(b);
+  }).join();
+  EXPECT_EQ(pool.stats().cached, 16u * 4096u);
+  EXPECT_EQ(pool.stats().in_use, 0u);
+  // Another class, larger than what is left: only the cached blocks make room.
+  MemoryBlock big = pool.allocate(40 * 1024);
+  EXPECT_EQ(pool.stats().cached, 0u);
+  EXPECT_EQ(counters.held.load(), big.size);
+  pool.release(big);
+  std::thread([&] {
+    for (int i = 0; i < 3; ++i) pool.release(pool.allocate(2000));
+  }).join();
+  pool.empty_cache();
+  EXPECT_EQ(counters.held.load(), 0u);
+  EXPECT_EQ(pool.stats().cached, 0u);
+  EXPECT_EQ(pool.stats().allocations, 16u + 1u + 3u);
+}
+
+// More threads than magazines: threads share them, and nothing is handed
+// to two threads at once.
+TEST(PooledAllocatorTest, MoreThreadsThanMagazinesShareThem) {
+  testing::run_with_timeout(60s, [] {
+    CountingMemory::Counters counters;
+    PooledAllocator pool(gpu(0), std::make_unique<CountingMemory>(counters), 0);
+    constexpr int kThreads = 150;
+    std::atomic<int> overlaps{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        std::vector<MemoryBlock> mine;
+        for (int i = 0; i < 300; ++i) {
+          const std::uint64_t bytes = 64 + static_cast<std::uint64_t>((i * 131 + t) % 20000);
+          MemoryBlock b = pool.allocate(bytes);
+          std::memset(b.data, t + 1, b.size);
+          mine.push_back(b);
+          if (mine.size() > 4) {
+            const MemoryBlock old = mine.front();
+            if (static_cast<unsigned char*>(old.data)[old.size / 2] !=
+                static_cast<unsigned char>(t + 1))
+              ++overlaps;
+            pool.release(old);
+            mine.erase(mine.begin());
+          }
+        }
+        for (const MemoryBlock& b : mine) pool.release(b);
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(overlaps.load(), 0);
+    const MemoryStats s = pool.stats();
+    EXPECT_EQ(s.in_use, 0u);
+    EXPECT_EQ(s.allocations, static_cast<std::uint64_t>(kThreads) * 300u);
+    pool.empty_cache();
+    EXPECT_EQ(counters.held.load(), 0u);
+  });
+}
+
 TEST(PooledAllocatorTest, EmptyCacheWaitsForNoCollectiveAndReleasesOnceTheLastEnds) {
   testing::run_with_timeout(10s, [] {
     ReleaseGate gate;
