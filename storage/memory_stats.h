@@ -14,9 +14,13 @@ namespace tagflow {
 /// Memory figures of one device, in bytes (sizes as the allocator hands
 /// them out: a pooled allocator rounds requests up to its size classes).
 struct MemoryStats {
-  std::uint64_t in_use = 0;              ///< held by live arrays (and pending operations)
-  std::uint64_t cached = 0;              ///< freed blocks kept for reuse (pooled devices)
-  std::uint64_t peak = 0;                ///< highest `in_use` since start or reset_peak
+  std::uint64_t in_use = 0;  ///< held by live arrays (and pending operations)
+  std::uint64_t cached = 0;  ///< freed blocks kept for reuse (pooled devices)
+  /// Highest `in_use` since start or reset_peak; with several threads
+  /// allocating and releasing blocks of up to 32 KiB, within 64 KiB per
+  /// other such thread (Note [Figures of the magazines] in
+  /// storage/detail/pooled_allocator.h).
+  std::uint64_t peak = 0;
   std::uint64_t allocations = 0;         ///< requests served
   std::uint64_t device_allocations = 0;  ///< of which went to the device (cudaMalloc, ...)
   std::uint64_t limit = 0;               ///< bytes the device may hold; 0: no limit

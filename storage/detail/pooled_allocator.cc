@@ -125,11 +125,43 @@ bool PooledAllocator::keep_in_magazine(Magazine& m, std::size_t index, void* dat
   return true;
 }
 
-void PooledAllocator::count_in_use(std::uint64_t size) noexcept {
-  const std::uint64_t now = in_use_.fetch_add(size, std::memory_order_relaxed) + size;
+void PooledAllocator::raise_peak(std::uint64_t in_use) noexcept {
   std::uint64_t peak = peak_.load(std::memory_order_relaxed);
-  while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  while (in_use > peak && !peak_.compare_exchange_weak(peak, in_use, std::memory_order_relaxed)) {
   }
+}
+
+void PooledAllocator::count_in_use(std::uint64_t size) noexcept {
+  const auto delta = static_cast<std::int64_t>(size);
+  const std::int64_t now = in_use_.fetch_add(delta, std::memory_order_relaxed) + delta;
+  if (now > 0) raise_peak(static_cast<std::uint64_t>(now));
+}
+
+void PooledAllocator::count_in_magazine(Magazine& m, std::int64_t delta) noexcept {
+  // Note [Figures of the magazines].
+  constexpr std::int64_t kPostAt = 64 * 1024;
+  m.unposted += delta;
+  if (m.unposted >= kPostAt || m.unposted <= -kPostAt) {
+    in_use_.fetch_add(std::exchange(m.unposted, 0), std::memory_order_relaxed);
+  }
+  if (delta > 0) {
+    const std::int64_t now = in_use_.load(std::memory_order_relaxed) + m.unposted;
+    if (now > 0 && static_cast<std::uint64_t>(now) > peak_.load(std::memory_order_relaxed)) {
+      raise_peak(static_cast<std::uint64_t>(now));
+    }
+  }
+}
+
+std::uint64_t PooledAllocator::exact_in_use() const {
+  std::int64_t in_use = 0;
+  for (const auto& slot : magazines_) {
+    Magazine* m = slot.load(std::memory_order_acquire);
+    if (m == nullptr) continue;
+    std::lock_guard lock(m->lock);
+    in_use += m->unposted;
+  }
+  in_use += in_use_.load(std::memory_order_relaxed);
+  return in_use > 0 ? static_cast<std::uint64_t>(in_use) : 0;
 }
 
 MemoryBlock PooledAllocator::allocate(std::uint64_t bytes) {
@@ -153,6 +185,10 @@ MemoryBlock PooledAllocator::allocate_block(std::uint64_t bytes) {
   if (magazine != nullptr) {
     std::lock_guard lock(magazine->lock);
     data = take_from_magazine(*magazine, index);
+    if (data != nullptr) {
+      count_in_magazine(*magazine, static_cast<std::int64_t>(size));
+      return {data, size};
+    }
   } else {
     std::lock_guard lock(lock_);
     std::vector<void*>& list = free_lists_[index];
@@ -222,7 +258,10 @@ void PooledAllocator::release(MemoryBlock block) noexcept {
     bool kept = false;
     if (magazine != nullptr) {
       std::lock_guard lock(magazine->lock);
-      kept = keep_in_magazine(*magazine, index, block.data);
+      if (keep_in_magazine(*magazine, index, block.data)) {
+        count_in_magazine(*magazine, -static_cast<std::int64_t>(block.size));
+        return;
+      }
     } else {
       std::lock_guard lock(lock_);
       try {
@@ -232,7 +271,7 @@ void PooledAllocator::release(MemoryBlock block) noexcept {
       }
     }
     if (kept) {
-      in_use_.fetch_sub(block.size, std::memory_order_relaxed);
+      in_use_.fetch_sub(static_cast<std::int64_t>(block.size), std::memory_order_relaxed);
       return;
     }
   }
@@ -248,7 +287,7 @@ void PooledAllocator::release(MemoryBlock block) noexcept {
           owned_ -= block.size;
         }
       }
-      in_use_.fetch_sub(block.size, std::memory_order_relaxed);
+      in_use_.fetch_sub(static_cast<std::int64_t>(block.size), std::memory_order_relaxed);
       return;
     } catch (...) {  // no memory to hold the block: it goes back now, as ungated
     }
@@ -258,7 +297,7 @@ void PooledAllocator::release(MemoryBlock block) noexcept {
     std::lock_guard lock(lock_);
     owned_ -= block.size;
   }
-  in_use_.fetch_sub(block.size, std::memory_order_relaxed);
+  in_use_.fetch_sub(static_cast<std::int64_t>(block.size), std::memory_order_relaxed);
 }
 
 void PooledAllocator::release_cache() {
@@ -300,11 +339,10 @@ void PooledAllocator::release_cache() {
 }
 
 std::size_t PooledAllocator::release_cache_unless_collectives() {
+  const std::uint64_t in_use = exact_in_use();
   {
     std::lock_guard lock(lock_);
-    if (owned_ <= in_use_.load(std::memory_order_relaxed)) {
-      return 0;  // nothing cached: nothing to release, nothing to put off
-    }
+    if (owned_ <= in_use) return 0;  // nothing cached: nothing to release, nothing to put off
   }
   if (gate_ == nullptr) {
     release_cache();
@@ -325,16 +363,19 @@ void PooledAllocator::empty_cache() {
 
 MemoryStats PooledAllocator::stats() const {
   std::uint64_t from_magazines = 0;
+  std::int64_t unposted = 0;
   for (const auto& slot : magazines_) {
     Magazine* m = slot.load(std::memory_order_acquire);
     if (m == nullptr) continue;
     std::lock_guard lock(m->lock);
     from_magazines += m->allocations;
+    unposted += m->unposted;
   }
   MemoryStats s;
   {
     std::lock_guard lock(lock_);
-    s.in_use = in_use_.load(std::memory_order_relaxed);
+    const std::int64_t in_use = in_use_.load(std::memory_order_relaxed) + unposted;
+    s.in_use = in_use > 0 ? static_cast<std::uint64_t>(in_use) : 0;
     // Blocks on their way to or from the device make the difference
     // negative for a moment; at rest it is exact.
     s.cached = owned_ > s.in_use ? owned_ - s.in_use : 0;
@@ -352,6 +393,6 @@ void PooledAllocator::set_limit(std::uint64_t bytes) {
   limit_ = bytes;
 }
 
-void PooledAllocator::reset_peak() { peak_.store(in_use_.load(std::memory_order_relaxed)); }
+void PooledAllocator::reset_peak() { peak_.store(exact_in_use(), std::memory_order_relaxed); }
 
 }  // namespace tagflow::detail

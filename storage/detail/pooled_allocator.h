@@ -40,6 +40,19 @@
 // block is still counted against the limit, and released if the limit is
 // reached).
 //
+// Note [Figures of the magazines]
+// A shared count of the bytes in use, written by every allocation and
+// release, would put one contended line back on every operation (a fifth of
+// a 4-element `c = a + b`). So a magazine keeps its own count of the bytes
+// it handed out less those it took back, and posts it to the shared count
+// once it reaches 64 KiB either way. `stats()` adds every magazine's
+// unposted bytes (under their locks): `in_use` and `cached` are exact
+// whenever no allocation or release runs meanwhile. The peak is checked at
+// each allocation against the shared count plus the allocating magazine's
+// own unposted bytes, so with one thread it is exact; with several, each
+// other thread's unposted bytes (less than 64 KiB each way) can make it
+// higher or lower than the true highest figure by that much.
+//
 // A block is released only once every operation using it has completed, its
 // device work included (Engine::delete_var's deleter), so a cached block can
 // go to any stream. When the device (or the limit) cannot hold a new block,
@@ -132,6 +145,9 @@ class PooledAllocator final : public Allocator, private ReleaseGate::Client {
     SpinLock lock;
     /// Requests served from this magazine or by the shared lists for it.
     std::uint64_t allocations = 0;
+    /// Bytes this magazine handed out less those it took back, not yet
+    /// added to `in_use_` (Note [Figures of the magazines]).
+    std::int64_t unposted = 0;
     std::array<std::uint32_t, kMagazineClasses> counts{};
     std::array<std::array<void*, kMagazineBlocks>, kMagazineClasses> blocks{};
   };
@@ -144,8 +160,15 @@ class PooledAllocator final : public Allocator, private ReleaseGate::Client {
   /// Keeps `data` in `m` (locked), moving half of a full class to the
   /// shared lists first; false when there was no memory for that move.
   bool keep_in_magazine(Magazine& m, std::size_t index, void* data) noexcept;
-  /// Counts an allocation of `size` bytes handed out now.
+  /// Counts an allocation of `size` bytes handed out now, outside magazines.
   void count_in_use(std::uint64_t size) noexcept;
+  /// Counts `delta` bytes handed out (positive) or taken back (negative)
+  /// through `m` (locked), as Note [Figures of the magazines] says.
+  void count_in_magazine(Magazine& m, std::int64_t delta) noexcept;
+  /// Bytes in use now: the shared count and every magazine's unposted bytes.
+  std::uint64_t exact_in_use() const;
+  /// Raises the peak to `in_use` if it is higher.
+  void raise_peak(std::uint64_t in_use) noexcept;
 
   Context ctx_;
   std::unique_ptr<DeviceMemory> memory_;
@@ -173,9 +196,10 @@ class PooledAllocator final : public Allocator, private ReleaseGate::Client {
   /// Made on first use by a thread whose number falls on them; freed with
   /// the allocator.
   std::array<std::atomic<Magazine*>, kMagazines> magazines_{};
-  /// Bytes held by live blocks and the highest figure since the last reset:
-  /// the one line every allocation and release writes.
-  alignas(64) std::atomic<std::uint64_t> in_use_{0};
+  /// Bytes held by live blocks, less what magazines have not posted yet (so
+  /// it may be negative for a while), and the highest figure since the last
+  /// reset (Note [Figures of the magazines]).
+  alignas(64) std::atomic<std::int64_t> in_use_{0};
   std::atomic<std::uint64_t> peak_{0};
 };
 

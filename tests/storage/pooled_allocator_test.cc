@@ -239,8 +239,10 @@ TEST(PooledAllocatorTest, BlocksReleasedOnAnotherThreadComeBackToTheAllocatingOn
     EXPECT_EQ(static_cast<std::uint64_t>(counters.allocated.load()), s.device_allocations);
     // Two magazines and the blocks in flight: about a hundred, not 20,000.
     EXPECT_LT(s.device_allocations, 200u) << "released blocks must reach the allocating thread";
+    // Exact within the other thread's unposted bytes (Note [Figures of the
+    // magazines]): under 64 KiB.
     EXPECT_GE(s.peak, 512u);
-    EXPECT_LE(s.peak, 512u * (kInFlight + 1));
+    EXPECT_LE(s.peak, 512u * (kInFlight + 1) + 64u * 1024u);
     pool.empty_cache();
     EXPECT_EQ(pool.stats().cached, 0u);
     EXPECT_EQ(counters.held.load(), 0u) << "empty_cache must take the magazines' blocks too";
