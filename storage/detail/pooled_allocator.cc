@@ -68,13 +68,17 @@ PooledAllocator::~PooledAllocator() {
   for (auto& slot : magazines_) delete slot.load(std::memory_order_acquire);
 }
 
-PooledAllocator::Magazine* PooledAllocator::my_magazine() noexcept {
+std::atomic<PooledAllocator::Magazine*>& PooledAllocator::my_slot() noexcept {
   // Zero until the thread's first use, then 1 + its number (a plain
   // thread-local, so that it needs no initialisation call).
   thread_local std::uint32_t number = 0;
   if (number == 0) [[unlikely]]
     number = 1 + next_thread_number.fetch_add(1, std::memory_order_relaxed) % kMagazines;
-  std::atomic<Magazine*>& slot = magazines_[number - 1];
+  return magazines_[number - 1];
+}
+
+PooledAllocator::Magazine* PooledAllocator::my_magazine() noexcept {
+  std::atomic<Magazine*>& slot = my_slot();
   Magazine* magazine = slot.load(std::memory_order_acquire);
   if (magazine != nullptr) [[likely]]
     return magazine;
@@ -100,6 +104,35 @@ void* PooledAllocator::take_from_magazine(Magazine& m, std::size_t index) {
   }
   ++m.allocations;
   return m.blocks[index][--count];
+}
+
+void* PooledAllocator::take_from_other_magazines(Magazine& own, std::size_t index,
+                                                 std::uint64_t size) {
+  const std::uint32_t capacity = magazine_capacity(index);
+  for (const auto& slot : magazines_) {
+    Magazine* other = slot.load(std::memory_order_acquire);
+    if (other == nullptr || other == &own) continue;
+    // Two magazine locks at once: std::scoped_lock takes them without
+    // deadlock whatever order another thread asks in; lock_ is not held.
+    std::scoped_lock locks(own.lock, other->lock);
+    std::uint32_t& theirs = other->counts[index];
+    std::uint32_t& mine = own.counts[index];
+    // Half of theirs, the older half, and no more than fits here (a thread
+    // sharing `own` may have filled it meanwhile).
+    const std::uint32_t n = std::min({(theirs + 1) / 2, capacity - mine + 1, theirs});
+    if (n == 0) continue;
+    std::array<void*, kMagazineBlocks>& from = other->blocks[index];
+    std::array<void*, kMagazineBlocks>& to = own.blocks[index];
+    void* data = from[0];
+    std::copy_n(from.begin() + 1, n - 1, to.begin() + mine);
+    mine += n - 1;
+    std::memmove(from.data(), from.data() + n, (theirs - n) * sizeof(void*));
+    theirs -= n;
+    ++own.allocations;
+    count_in_magazine(own, static_cast<std::int64_t>(size));
+    return data;
+  }
+  return nullptr;
 }
 
 bool PooledAllocator::keep_in_magazine(Magazine& m, std::size_t index, void* data) noexcept {
@@ -132,7 +165,13 @@ void PooledAllocator::raise_peak(std::uint64_t in_use) noexcept {
 }
 
 void PooledAllocator::count_in_use(std::uint64_t size) noexcept {
-  const auto delta = static_cast<std::int64_t>(size);
+  // The thread's unposted bytes go with it, so that the peak it checks
+  // counts them (Note [Figures of the magazines]).
+  std::int64_t delta = static_cast<std::int64_t>(size);
+  if (Magazine* m = my_slot().load(std::memory_order_acquire)) {
+    std::lock_guard lock(m->lock);
+    delta += std::exchange(m->unposted, 0);
+  }
   const std::int64_t now = in_use_.fetch_add(delta, std::memory_order_relaxed) + delta;
   if (now > 0) raise_peak(static_cast<std::uint64_t>(now));
 }
@@ -153,14 +192,16 @@ void PooledAllocator::count_in_magazine(Magazine& m, std::int64_t delta) noexcep
 }
 
 std::uint64_t PooledAllocator::exact_in_use() const {
-  std::int64_t in_use = 0;
+  // The shared count first: bytes a magazine posts meanwhile are then missed
+  // rather than counted twice, so the figure errs low, on the side of
+  // "something is cached" for release_cache_unless_collectives().
+  std::int64_t in_use = in_use_.load(std::memory_order_relaxed);
   for (const auto& slot : magazines_) {
     Magazine* m = slot.load(std::memory_order_acquire);
     if (m == nullptr) continue;
     std::lock_guard lock(m->lock);
     in_use += m->unposted;
   }
-  in_use += in_use_.load(std::memory_order_relaxed);
   return in_use > 0 ? static_cast<std::uint64_t>(in_use) : 0;
 }
 
@@ -183,12 +224,16 @@ MemoryBlock PooledAllocator::allocate_block(std::uint64_t bytes) {
   void* data = nullptr;
   Magazine* magazine = index < kMagazineClasses ? my_magazine() : nullptr;
   if (magazine != nullptr) {
-    std::lock_guard lock(magazine->lock);
-    data = take_from_magazine(*magazine, index);
-    if (data != nullptr) {
-      count_in_magazine(*magazine, static_cast<std::int64_t>(size));
-      return {data, size};
+    {
+      std::lock_guard lock(magazine->lock);
+      data = take_from_magazine(*magazine, index);
+      if (data != nullptr) {
+        count_in_magazine(*magazine, static_cast<std::int64_t>(size));
+        return {data, size};
+      }
     }
+    data = take_from_other_magazines(*magazine, index, size);
+    if (data != nullptr) return {data, size};
   } else {
     std::lock_guard lock(lock_);
     std::vector<void*>& list = free_lists_[index];
@@ -363,18 +408,17 @@ void PooledAllocator::empty_cache() {
 
 MemoryStats PooledAllocator::stats() const {
   std::uint64_t from_magazines = 0;
-  std::int64_t unposted = 0;
+  std::int64_t in_use = in_use_.load(std::memory_order_relaxed);  // first: see exact_in_use()
   for (const auto& slot : magazines_) {
     Magazine* m = slot.load(std::memory_order_acquire);
     if (m == nullptr) continue;
     std::lock_guard lock(m->lock);
     from_magazines += m->allocations;
-    unposted += m->unposted;
+    in_use += m->unposted;
   }
   MemoryStats s;
   {
     std::lock_guard lock(lock_);
-    const std::int64_t in_use = in_use_.load(std::memory_order_relaxed) + unposted;
     s.in_use = in_use > 0 ? static_cast<std::uint64_t>(in_use) : 0;
     // Blocks on their way to or from the device make the difference
     // negative for a moment; at rest it is exact.

@@ -35,10 +35,12 @@
 // counter line (bytes in use, with the peak beside it): the statistics stay
 // exact. Blocks in magazines count as cached, are handed back by
 // empty_cache() and before an allocation fails for want of memory, and a
-// request that finds its own magazine and the shared lists empty goes to the
-// device even if another thread's magazine holds a block of its class (that
-// block is still counted against the limit, and released if the limit is
-// reached).
+// request that finds its own magazine and the shared lists empty takes half
+// of what another thread's magazine holds of its class (both magazines
+// locked, in address order) before it goes to the device: a thread that
+// only releases never fills its magazine when the allocating thread keeps
+// emptying it, so without this every request would reach the device, and
+// under a limit empty the whole cache each time.
 //
 // Note [Figures of the magazines]
 // A shared count of the bytes in use, written by every allocation and
@@ -48,8 +50,9 @@
 // once it reaches 64 KiB either way. `stats()` adds every magazine's
 // unposted bytes (under their locks): `in_use` and `cached` are exact
 // whenever no allocation or release runs meanwhile. The peak is checked at
-// each allocation against the shared count plus the allocating magazine's
-// own unposted bytes, so with one thread it is exact; with several, each
+// each allocation against the shared count plus the allocating thread's
+// unposted bytes (an allocation outside magazines posts them first), so
+// with one thread it is exact; with several, each
 // other thread's unposted bytes (less than 64 KiB each way) can make it
 // higher or lower than the true highest figure by that much.
 //
@@ -151,9 +154,15 @@ class PooledAllocator final : public Allocator, private ReleaseGate::Client {
     std::array<std::uint32_t, kMagazineClasses> counts{};
     std::array<std::array<void*, kMagazineBlocks>, kMagazineClasses> blocks{};
   };
+  /// The slot of the calling thread's magazine.
+  std::atomic<Magazine*>& my_slot() noexcept;
   /// The calling thread's magazine, made on first use; null when there is no
   /// memory to make it (the shared lists then serve).
   Magazine* my_magazine() noexcept;
+  /// A block of class `index` taken from another thread's magazine, with
+  /// more of them moved into `own` (the caller's, unlocked); null when no
+  /// magazine holds one. Counted as an allocation through `own`.
+  void* take_from_other_magazines(Magazine& own, std::size_t index, std::uint64_t size);
   /// A block of class `index` from `m` (locked), refilled from the shared
   /// lists when empty; null when both are empty.
   void* take_from_magazine(Magazine& m, std::size_t index);

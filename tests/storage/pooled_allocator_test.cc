@@ -7,8 +7,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <mutex>
 #include <set>
 #include <thread>
 #include <vector>
@@ -247,6 +250,98 @@ TEST(PooledAllocatorTest, BlocksReleasedOnAnotherThreadComeBackToTheAllocatingOn
     EXPECT_EQ(pool.stats().cached, 0u);
     EXPECT_EQ(counters.held.load(), 0u) << "empty_cache must take the magazines' blocks too";
   });
+}
+
+/// Runs each job given to it on one thread that lives as long as it does,
+/// and waits for the job: a worker that releases what another thread made.
+class ReleasingThread {
+ public:
+  ReleasingThread()
+      : thread_([this] {
+          std::unique_lock lock(mutex_);
+          for (;;) {
+            cv_.wait(lock, [&] { return stop_ || job_; });
+            if (!job_) return;
+            job_();
+            job_ = nullptr;
+            cv_.notify_all();
+          }
+        }) {}
+  ~ReleasingThread() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void run(std::function<void()> job) {
+    std::unique_lock lock(mutex_);
+    job_ = std::move(job);
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return !job_; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::function<void()> job_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// One thread allocates, another releases, under a limit of 16 blocks and
+// with a collective in flight (so the cache cannot go back to the device):
+// the allocating thread must find the released blocks in the other thread's
+// magazine instead of asking the device, or it runs out of memory with one
+// block live.
+TEST(PooledAllocatorTest, UnderALimitBlocksReleasedElsewhereAreReusedNotRequestedAgain) {
+  testing::run_with_timeout(30s, [] {
+    for (const bool collective : {false, true}) {
+      CountingMemory::Counters counters;
+      ReleaseGate gate;
+      PooledAllocator pool(gpu(0), std::make_unique<CountingMemory>(counters), 16 * 4096, 0, &gate);
+      ReleasingThread releaser;
+      if (collective) gate.collective_began();
+      for (int i = 0; i < 1000; ++i) {
+        MemoryBlock b;
+        ASSERT_NO_THROW(b = pool.allocate(4000))
+            << "request " << i << ", collective " << collective;
+        releaser.run([&] { pool.release(b); });
+      }
+      if (collective) gate.collective_ended();
+      const MemoryStats s = pool.stats();
+      EXPECT_EQ(s.in_use, 0u);
+      EXPECT_EQ(s.allocations, 1000u);
+      EXPECT_LE(s.device_allocations, 2u) << "collective " << collective;
+      EXPECT_EQ(counters.released.load(), 0) << "nothing had to go back to make room";
+    }
+  });
+}
+
+// With one thread the peak is exact, whether blocks come from its magazine
+// or from the device, before and after reset_peak (Note [Figures of the
+// magazines]).
+TEST(PooledAllocatorTest, OneThreadsPeakIsExact) {
+  CountingMemory::Counters counters;
+  PooledAllocator pool(gpu(0), std::make_unique<CountingMemory>(counters), 0);
+  std::vector<MemoryBlock> small;
+  for (int i = 0; i < 128; ++i) small.push_back(pool.allocate(512));
+  for (const MemoryBlock& b : small) pool.release(b);
+  small.clear();
+  for (int i = 0; i < 127; ++i) small.push_back(pool.allocate(512));  // from the magazine
+  MemoryBlock big = pool.allocate(1 << 20);                           // from the device
+  pool.release(big);  // the peak is now past: stats() cannot take it from in_use
+  EXPECT_EQ(pool.stats().peak, 127u * 512u + (1u << 20));
+  for (int i = 0; i < 126; ++i) pool.release(small[static_cast<std::size_t>(i)]);
+  pool.reset_peak();
+  EXPECT_EQ(pool.stats().peak, 512u);
+  big = pool.allocate(1 << 20);
+  EXPECT_EQ(pool.stats().in_use, 512u + (1u << 20));
+  pool.release(big);
+  EXPECT_EQ(pool.stats().peak, 512u + (1u << 20));
+  pool.release(small[126]);
+  EXPECT_EQ(pool.stats().in_use, 0u);
 }
 
 // Blocks left in the magazine of a thread that has ended are still cached:
