@@ -208,7 +208,12 @@ std::uint64_t PooledAllocator::exact_in_use() const {
 MemoryBlock PooledAllocator::allocate(std::uint64_t bytes) {
   const MemoryBlock block = allocate_block(bytes);
   if (profiling() && block.data != nullptr) [[unlikely]] {
-    record_allocation(ctx_, block.size, /*release=*/false);
+    // No memory for the record: the profile misses one allocation, and the
+    // caller still gets its block (thrown, it would be lost).
+    try {
+      record_allocation(ctx_, block.size, /*release=*/false);
+    } catch (...) {
+    }
   }
   return block;
 }
