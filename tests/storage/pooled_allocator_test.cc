@@ -170,34 +170,48 @@ TEST(PooledAllocatorTest, TheLimitCountsCachedBytesAndCanBeChanged) {
   pool.release(b);
 }
 
+/// Runs `threads` threads that each allocate `steps` blocks of 64 bytes to
+/// 64 + `spread` bytes, keep the last `live` ones, stamp every byte of each
+/// with their number and check the stamp before releasing it; returns how
+/// many blocks were found overwritten (handed to two threads at once).
+int stamped_blocks_overwritten(PooledAllocator& pool, int threads, int steps, std::size_t live,
+                               int spread) {
+  std::atomic<int> overlaps{0};
+  std::vector<std::thread> running;
+  for (int t = 0; t < threads; ++t) {
+    running.emplace_back([&, t] {
+      const auto stamp = static_cast<unsigned char>(t + 1);
+      auto intact = [&](const MemoryBlock& b) {
+        const auto* bytes = static_cast<const unsigned char*>(b.data);
+        return bytes[0] == stamp && bytes[b.size / 2] == stamp && bytes[b.size - 1] == stamp;
+      };
+      std::vector<MemoryBlock> mine;
+      for (int i = 0; i < steps; ++i) {
+        const std::uint64_t bytes = 64 + static_cast<std::uint64_t>((i * 131 + t * 101) % spread);
+        MemoryBlock b = pool.allocate(bytes);
+        std::memset(b.data, stamp, b.size);
+        mine.push_back(b);
+        if (mine.size() > live) {
+          if (!intact(mine.front())) ++overlaps;
+          pool.release(mine.front());
+          mine.erase(mine.begin());
+        }
+      }
+      for (const MemoryBlock& b : mine) {
+        if (!intact(b)) ++overlaps;
+        pool.release(b);
+      }
+    });
+  }
+  for (auto& th : running) th.join();
+  return overlaps.load();
+}
+
 TEST(PooledAllocatorTest, ManyThreadsAllocateAndReleaseConcurrently) {
   CountingMemory::Counters counters;
   PooledAllocator pool(gpu(0), std::make_unique<CountingMemory>(counters), 0);
   constexpr int kThreads = 8;
-  std::vector<std::thread> threads;
-  std::atomic<int> overlaps{0};
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      std::vector<MemoryBlock> mine;
-      for (int i = 0; i < 2000; ++i) {
-        const std::uint64_t bytes = 64 + static_cast<std::uint64_t>((i * 37 + t * 101) % 9000);
-        MemoryBlock b = pool.allocate(bytes);
-        // Stamp the block; a block handed to two threads at once would show.
-        std::memset(b.data, t + 1, bytes);
-        if (static_cast<unsigned char*>(b.data)[bytes - 1] != t + 1) ++overlaps;
-        mine.push_back(b);
-        if (mine.size() > 16) {
-          const MemoryBlock& old = mine.front();
-          if (static_cast<unsigned char*>(old.data)[0] != t + 1) ++overlaps;
-          pool.release(old);
-          mine.erase(mine.begin());
-        }
-      }
-      for (const MemoryBlock& b : mine) pool.release(b);
-    });
-  }
-  for (auto& th : threads) th.join();
-  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_EQ(stamped_blocks_overwritten(pool, kThreads, 2000, 16, 9000), 0);
   const MemoryStats s = pool.stats();
   EXPECT_EQ(s.in_use, 0u);
   EXPECT_EQ(s.allocations, static_cast<std::uint64_t>(kThreads) * 2000u);
@@ -378,30 +392,7 @@ TEST(PooledAllocatorTest, MoreThreadsThanMagazinesShareThem) {
     CountingMemory::Counters counters;
     PooledAllocator pool(gpu(0), std::make_unique<CountingMemory>(counters), 0);
     constexpr int kThreads = 150;
-    std::atomic<int> overlaps{0};
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kThreads; ++t) {
-      threads.emplace_back([&, t] {
-        std::vector<MemoryBlock> mine;
-        for (int i = 0; i < 300; ++i) {
-          const std::uint64_t bytes = 64 + static_cast<std::uint64_t>((i * 131 + t) % 20000);
-          MemoryBlock b = pool.allocate(bytes);
-          std::memset(b.data, t + 1, b.size);
-          mine.push_back(b);
-          if (mine.size() > 4) {
-            const MemoryBlock old = mine.front();
-            if (static_cast<unsigned char*>(old.data)[old.size / 2] !=
-                static_cast<unsigned char>(t + 1))
-              ++overlaps;
-            pool.release(old);
-            mine.erase(mine.begin());
-          }
-        }
-        for (const MemoryBlock& b : mine) pool.release(b);
-      });
-    }
-    for (auto& th : threads) th.join();
-    EXPECT_EQ(overlaps.load(), 0);
+    EXPECT_EQ(stamped_blocks_overwritten(pool, kThreads, 300, 4, 20000), 0);
     const MemoryStats s = pool.stats();
     EXPECT_EQ(s.in_use, 0u);
     EXPECT_EQ(s.allocations, static_cast<std::uint64_t>(kThreads) * 300u);
