@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "ops/creation.h"
+#include "ops/detail/operator_checks.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 
@@ -182,6 +183,25 @@ void record_node(const char* op, NDArray& out, std::vector<std::shared_ptr<GradN
   node->inputs = std::move(inputs);
   node->backward = std::move(backward);
   out.set_grad_node(std::move(node));
+}
+
+void check_user_gradients(const char* op, const std::vector<NDArray>& inputs,
+                          const std::vector<NDArray>& grads) {
+  TAGFLOW_CHECK(grads.size() == inputs.size(),
+                "{}: its backward gave {} gradient{}, expected one per input ({}); give an empty "
+                "NDArray for an input without one",
+                op, grads.size(), grads.size() == 1 ? "" : "s", inputs.size());
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    const NDArray& in = inputs[i];
+    if (!grads[i].defined()) continue;
+    TAGFLOW_CHECK(grads[i].shape() == in.shape() && grads[i].dtype() == in.dtype() &&
+                      grads[i].context() == in.context(),
+                  "{}: its backward gave the gradient of the {} input as ({}) {} on {}, expected "
+                  "the input's ({}) {} on {}",
+                  op, ordinal(static_cast<int>(i) + 1), grads[i].shape().str(),
+                  dtype_name(grads[i].dtype()), grads[i].context().str(), in.shape().str(),
+                  dtype_name(in.dtype()), in.context().str());
+  }
 }
 
 NDArray sum_to(const NDArray& grad, const Shape& shape) {

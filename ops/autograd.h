@@ -92,6 +92,12 @@ void record_node(const char* op, NDArray& out, std::vector<std::shared_ptr<GradN
                  BackwardFunction backward);
 bool any_needs_grad(std::initializer_list<const NDArray*> inputs);
 
+/// Throws unless `grads`, given by the backward of the user-defined `op`,
+/// holds one gradient per input, each empty or of its input's shape, dtype
+/// and context.
+void check_user_gradients(const char* op, const std::vector<NDArray>& inputs,
+                          const std::vector<NDArray>& grads);
+
 /// Sums `grad` (the gradient of a broadcast result) down to `shape`: over
 /// the leading axes it lacks and the axes where it has extent 1.
 NDArray sum_to(const NDArray& grad, const Shape& shape);

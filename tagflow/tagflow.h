@@ -30,14 +30,17 @@
 
 // ops: arrays, operators, autograd
 #include "ops/autograd.h"
+#include "ops/autograd_function.h"
 #include "ops/batch_norm.h"
 #include "ops/conv.h"
 #include "ops/creation.h"
+#include "ops/custom_op.h"
 #include "ops/device.h"
 #include "ops/dropout.h"
 #include "ops/dtype.h"
 #include "ops/elementwise.h"
 #include "ops/join.h"
+#include "ops/kernel_args.h"
 #include "ops/linalg.h"
 #include "ops/ndarray.h"
 #include "ops/one_hot.h"
