@@ -1,5 +1,6 @@
 #include "nn/block.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <set>
@@ -13,17 +14,44 @@ namespace tagflow::nn {
 
 namespace {
 
-/// "dense0", "dense1", ...: one counter per kind, process-wide.
-std::string next_name(const char* kind) {
+/// The next number of `kind` ("dense" 0, 1, ...): one counter per kind, process-wide.
+int next_number(const std::string& kind) {
   static std::mutex mutex;
   static std::map<std::string, int> counters;
   std::lock_guard lock(mutex);
-  return kind + std::to_string(counters[kind]++);
+  return counters[kind]++;
 }
 
 }  // namespace
 
-Block::Block(const char* kind) : name_(next_name(kind)) {}
+Block::Block(const char* kind)
+    : kind_(kind), number_(next_number(kind_)), name_(kind_ + std::to_string(number_)) {}
+
+// Note [Names in order of appearance]
+// A block takes its number when it is constructed, and C++ leaves the order
+// in which a call's arguments are constructed to the compiler: GCC builds
+// `net.add(Dense(8), Dense(4), Dense(2))` right to left, which named them
+// dense2, dense1, dense0. Sequential::add therefore hands the numbers of the
+// blocks made in its call (passed by value) back out in the order the blocks
+// appear, kind by kind, and renames their parameters with them. Blocks
+// passed as shared pointers were made before the call and keep their names.
+void Block::number_in_order(const std::vector<std::pair<std::shared_ptr<Block>, bool>>& added) {
+  std::map<std::string, std::vector<Block*>> by_kind;
+  for (const auto& [block, by_value] : added) {
+    if (by_value && block != nullptr) by_kind[block->kind_].push_back(block.get());
+  }
+  for (auto& [kind, blocks] : by_kind) {
+    std::vector<int> numbers;
+    for (Block* b : blocks) numbers.push_back(b->number_);
+    std::sort(numbers.begin(), numbers.end());
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+      Block& b = *blocks[i];
+      b.number_ = numbers[i];
+      b.name_ = kind + std::to_string(b.number_);
+      for (auto& [suffix, parameter] : b.parameters_) parameter->name_ = b.name_ + "_" + suffix;
+    }
+  }
+}
 
 ParameterPtr Block::register_parameter(const std::string& suffix, Shape shape,
                                        init::InitializerPtr init, GradReq grad_req) {

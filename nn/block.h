@@ -49,6 +49,14 @@ class Block {
   /// initializer keep it).
   void initialize(const init::InitializerPtr& init = init::Uniform(),
                   const std::vector<Context>& contexts = {cpu()}, bool force_reinit = false);
+  /// The same with the default initializer (init::Uniform(), as Gluon's):
+  /// `net.initialize(gpu(0))`, `net.initialize({gpu(0), gpu(1)})`.
+  void initialize(const std::vector<Context>& contexts, bool force_reinit = false) {
+    initialize(init::Uniform(), contexts, force_reinit);
+  }
+  void initialize(Context ctx, bool force_reinit = false) {
+    initialize(init::Uniform(), std::vector<Context>{ctx}, force_reinit);
+  }
   /// This block's parameters and its children's by structural name: its
   /// own by suffix ("weight"), a child's prefixed by the child's position
   /// ("0.weight", "2.1.bias"). Depth first, in registration order.
@@ -84,6 +92,14 @@ class Block {
   void register_child(std::shared_ptr<Block> child);
 
  private:
+  friend class Sequential;
+  /// Gives the blocks of `added` passed by value (made in the call's
+  /// arguments) their kind's numbers in the order they appear (Note [Names
+  /// in order of appearance] in block.cc).
+  static void number_in_order(const std::vector<std::pair<std::shared_ptr<Block>, bool>>& added);
+
+  std::string kind_;
+  int number_ = 0;
   std::string name_;
   /// Each with the suffix it was registered under ("weight").
   std::vector<std::pair<std::string, ParameterPtr>> parameters_;
@@ -95,10 +111,17 @@ using BlockPtr = std::shared_ptr<Block>;
 class Sequential : public Block {
  public:
   Sequential() : Block("sequential") {}
-  /// Appends blocks (given as shared pointers or by value).
+  /// Appends blocks (given as shared pointers or by value). Blocks made in
+  /// the call are named in the order they appear, whatever order the
+  /// compiler built them in: `add(Dense(8), Dense(4))` gives dense0, dense1.
   template <typename... Blocks>
   void add(Blocks&&... blocks) {
-    (add_one(std::forward<Blocks>(blocks)), ...);
+    std::vector<std::pair<BlockPtr, bool>> added;
+    (added.emplace_back(to_pointer(std::forward<Blocks>(blocks)),
+                        !std::is_convertible_v<Blocks, BlockPtr>),
+     ...);
+    number_in_order(added);
+    for (auto& [block, by_value] : added) register_child(std::move(block));
   }
   NDArray forward(const NDArray& x) override;
   std::size_t size() const { return children().size(); }
@@ -106,10 +129,10 @@ class Sequential : public Block {
   Block& operator[](std::size_t i) const { return *children().at(i); }
 
  private:
-  void add_one(BlockPtr block) { register_child(std::move(block)); }
+  static BlockPtr to_pointer(BlockPtr block) { return block; }
   template <typename B, typename = std::enable_if_t<std::is_base_of_v<Block, std::decay_t<B>>>>
-  void add_one(B&& block) {
-    register_child(std::make_shared<std::decay_t<B>>(std::forward<B>(block)));
+  static BlockPtr to_pointer(B&& block) {
+    return std::make_shared<std::decay_t<B>>(std::forward<B>(block));
   }
 };
 

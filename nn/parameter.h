@@ -68,6 +68,8 @@ class Parameter {
   void zero_grad();
 
  private:
+  friend class Block;  // renames its parameters with itself (Note [Names in order of appearance])
+
   std::size_t index_of(Context ctx, const char* what) const;
   void allocate(const init::InitializerPtr& init, const std::vector<Context>& contexts);
   /// Makes a copy of `source` (taken by value: it may be one of the data

@@ -94,4 +94,11 @@ NDArray arange(double start, double stop, double step, DType dtype, Context ctx)
   return out;
 }
 
+NDArray empty(Shape shape, Context ctx) { return empty(shape, DType::kFloat32, ctx); }
+NDArray zeros(Shape shape, Context ctx) { return zeros(shape, DType::kFloat32, ctx); }
+NDArray ones(Shape shape, Context ctx) { return ones(shape, DType::kFloat32, ctx); }
+NDArray full(Shape shape, double value, Context ctx) {
+  return full(shape, value, DType::kFloat32, ctx);
+}
+
 }  // namespace tagflow

@@ -34,6 +34,11 @@ NDArray zeros(Shape shape, DType dtype = DType::kFloat32, Context ctx = cpu());
 NDArray ones(Shape shape, DType dtype = DType::kFloat32, Context ctx = cpu());
 /// Every element `value` (converted to `dtype`).
 NDArray full(Shape shape, double value, DType dtype = DType::kFloat32, Context ctx = cpu());
+/// The same on `ctx` in float32: `ones({3, 4}, gpu(0))`.
+NDArray empty(Shape shape, Context ctx);
+NDArray zeros(Shape shape, Context ctx);
+NDArray ones(Shape shape, Context ctx);
+NDArray full(Shape shape, double value, Context ctx);
 NDArray zeros_like(const NDArray& like);
 NDArray ones_like(const NDArray& like);
 /// start, start + step, ... below `stop` (above it for a negative step).

@@ -137,6 +137,38 @@ class NDArray {
   /// With a new axis of extent 1 at `axis`.
   NDArray expand_dims(int axis) const;
 
+  // --- the common operators as methods, as MXNet's NDArray has them -----------
+  // Each is the free function of the same name: `x.exp()` is `exp(x)`,
+  // `x.sum(1)` is `sum(x, 1)`, `x.T()` is `transpose(x)`.
+  NDArray exp() const;
+  NDArray log() const;
+  NDArray sqrt() const;
+  NDArray square() const;
+  NDArray abs() const;
+  NDArray relu() const;
+  NDArray sigmoid() const;
+  NDArray tanh() const;
+  NDArray clip(double low, double high) const;
+  NDArray sum(bool keepdims = false) const;
+  NDArray sum(int axis, bool keepdims = false) const;
+  NDArray sum(std::initializer_list<int> axes, bool keepdims = false) const;
+  NDArray mean(bool keepdims = false) const;
+  NDArray mean(int axis, bool keepdims = false) const;
+  NDArray mean(std::initializer_list<int> axes, bool keepdims = false) const;
+  NDArray max(bool keepdims = false) const;
+  NDArray max(int axis, bool keepdims = false) const;
+  NDArray min(bool keepdims = false) const;
+  NDArray min(int axis, bool keepdims = false) const;
+  NDArray norm(bool keepdims = false) const;
+  NDArray norm(int axis, bool keepdims = false) const;
+  NDArray argmax(int axis, bool keepdims = false) const;
+  NDArray softmax(int axis = -1) const;
+  NDArray log_softmax(int axis = -1) const;
+  NDArray transpose() const;
+  NDArray transpose(std::initializer_list<int> axes) const;
+  NDArray T() const { return transpose(); }
+  NDArray dot(const NDArray& other) const;
+
   // --- autograd (ops/autograd.h) ---------------------------------------------
   /// Gives the array a gradient buffer, zeros on its device, that backward()
   /// fills; `GradReq::kNull` detaches it. The array becomes a leaf.

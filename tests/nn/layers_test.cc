@@ -3,7 +3,9 @@
 // losses against plain double loops, gradients through a small network, and
 // the errors.
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -44,6 +46,56 @@ TEST(LayersTest, DenseInfersItsInputSizeAndMatchesAPlainLoop) {
     }
   }
   EXPECT_THROW((void)dense(zeros({2, 7})), Error);  // 7 features, the weight wants 10
+}
+
+/// The number in a block's name ("dense12" gives 12).
+int number_of(const std::string& name) {
+  return std::stoi(name.substr(name.find_first_of("0123456789")));
+}
+
+TEST(LayersTest, BlocksMadeInOneAddAreNamedInTheOrderTheyAppear) {
+  nn::Sequential net;
+  auto made_before = std::make_shared<nn::Dense>(5);
+  net.add(nn::Dense(8), nn::Activation("relu"), nn::Dense(4), made_before, nn::Dense(2),
+          nn::Activation("tanh"));
+  const int first = number_of(net[0].name());
+  EXPECT_EQ(net[0].name(), "dense" + std::to_string(first));
+  EXPECT_EQ(net[2].name(), "dense" + std::to_string(first + 1));
+  EXPECT_EQ(net[4].name(), "dense" + std::to_string(first + 2));
+  EXPECT_EQ(net[3].name(), made_before->name()) << "made before the call: keeps its name";
+  EXPECT_LT(number_of(made_before->name()), first);
+  EXPECT_LT(number_of(net[1].name()), number_of(net[5].name()));
+  // The parameters carry their block's new name, in the same order.
+  std::vector<std::string> names;
+  for (const auto& p : net.collect_params()) names.push_back(p->name());
+  ASSERT_EQ(names.size(), 8u);
+  EXPECT_EQ(names[0], net[0].name() + "_weight");
+  EXPECT_EQ(names[1], net[0].name() + "_bias");
+  EXPECT_EQ(names[2], net[2].name() + "_weight");
+  EXPECT_EQ(names[6], net[4].name() + "_weight");
+}
+
+TEST(LayersTest, InitializeWithoutAnInitializerUsesGluonsDefault) {
+  const auto check_uniform = [](const nn::Parameter& p, Context ctx) {
+    const std::vector<float> w = p.data(ctx).to_vector<float>();
+    float largest = 0;
+    for (float v : w) largest = std::max(largest, std::abs(v));
+    EXPECT_LE(largest, 0.07f) << p.name() << ": init::Uniform() draws from [-0.07, 0.07]";
+    EXPECT_GT(largest, 0.f) << p.name() << ": drawn, not zeros";
+  };
+  nn::Dense one(4, "", 3);
+  one.initialize(gpu(1));
+  EXPECT_EQ(one.weight()->list_ctx(), std::vector<Context>{gpu(1)});
+  check_uniform(*one.weight(), gpu(1));
+  nn::Dense two(4, "", 3);
+  two.initialize({cpu(1), gpu(0)});
+  EXPECT_EQ(two.weight()->list_ctx(), (std::vector<Context>{cpu(1), gpu(0)}));
+  check_uniform(*two.weight(), gpu(0));
+  EXPECT_EQ(two.weight()->data(cpu(1)).to_vector<float>(),
+            two.weight()->data(gpu(0)).to_vector<float>());
+  EXPECT_THROW(two.initialize(cpu(0)), Error);  // twice without force_reinit
+  two.initialize(cpu(0), /*force_reinit=*/true);
+  EXPECT_EQ(two.weight()->list_ctx(), std::vector<Context>{cpu(0)});
 }
 
 TEST(LayersTest, SequentialNamesCollectsAndInitializesIdenticalCopiesOnEveryDevice) {

@@ -57,6 +57,60 @@ TEST(NDArrayTest, CreationFunctionsOnEveryDevice) {
   EXPECT_THROW((void)full({2}, 300, DType::kUInt8), Error);
 }
 
+TEST(NDArrayTest, CreationWithOnlyADeviceIsFloat32) {
+  for (Context ctx : all_devices()) {
+    const NDArray o = ones({3, 4}, ctx);
+    EXPECT_EQ(o.context(), ctx);
+    EXPECT_EQ(o.dtype(), DType::kFloat32);
+    EXPECT_EQ(o.to_vector<float>(), std::vector<float>(12, 1.f));
+    EXPECT_EQ(zeros({2}, ctx).to_vector<float>(), std::vector<float>(2, 0.f));
+    EXPECT_EQ(full({2}, 2.5, ctx).to_vector<float>(), std::vector<float>(2, 2.5f));
+    const NDArray e = empty({5}, ctx);
+    EXPECT_EQ(e.context(), ctx);
+    EXPECT_EQ(e.dtype(), DType::kFloat32);
+    EXPECT_EQ(e.size(), 5);
+  }
+  EXPECT_THROW((void)ones({2}, gpu(9)), DeviceError);
+}
+
+TEST(NDArrayTest, MethodsAreTheFreeFunctions) {
+  const NDArray x = array(std::vector<float>{-1.5f, 0.25f, 2.f, 3.f, -0.5f, 1.f}, {2, 3});
+  const auto same = [](const NDArray& a, const NDArray& b) {
+    EXPECT_EQ(a.shape(), b.shape());
+    EXPECT_EQ(a.dtype(), b.dtype());
+    if (a.dtype() == DType::kFloat32) {
+      EXPECT_EQ(a.to_vector<float>(), b.to_vector<float>());
+    } else {
+      EXPECT_EQ(a.to_vector<std::int64_t>(), b.to_vector<std::int64_t>());
+    }
+  };
+  same(x.exp(), exp(x));
+  same(x.abs().log(), log(abs(x)));
+  same(x.abs().sqrt(), sqrt(abs(x)));
+  same(x.square(), square(x));
+  same(x.relu(), relu(x));
+  same(x.sigmoid(), sigmoid(x));
+  same(x.tanh(), tanh(x));
+  same(x.clip(-1, 1), clip(x, -1, 1));
+  same(x.sum(), sum(x));
+  same(x.sum(1), sum(x, 1));
+  same(x.sum({0, 1}, true), sum(x, {0, 1}, true));
+  same(x.mean(0), mean(x, 0));
+  same(x.mean({1}), mean(x, {1}));
+  same(x.max(), max(x));
+  same(x.max(1, true), max(x, 1, true));
+  same(x.min(0), min(x, 0));
+  same(x.norm(), norm(x));
+  same(x.norm(1), norm(x, 1));
+  same(x.argmax(1), argmax(x, 1));
+  same(x.softmax(), softmax(x));
+  same(x.log_softmax(0), log_softmax(x, 0));
+  same(x.T(), transpose(x));
+  same(x.transpose({1, 0}), transpose(x, {1, 0}));
+  same(x.dot(x.T()), dot(x, transpose(x)));
+  EXPECT_EQ(x.sum().asscalar<float>(), 4.25f);
+}
+
 TEST(NDArrayTest, ViewsShareMemoryAndVariable) {
   for (Context ctx : all_devices()) {
     NDArray a = array(iota(24), {2, 3, 4}, ctx);
