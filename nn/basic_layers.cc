@@ -1,5 +1,7 @@
 #include "nn/basic_layers.h"
 
+#include <fmt/format.h>
+
 #include "ops/autograd.h"
 #include "ops/batch_norm.h"
 #include "ops/dropout.h"
@@ -48,11 +50,30 @@ NDArray Dense::forward(const NDArray& x) {
   return activate(y, activation_);
 }
 
+namespace {
+
+/// Gluon's way of writing an extent that is not known yet.
+std::string extent(std::int64_t n) { return n == 0 ? "None" : std::to_string(n); }
+
+}  // namespace
+
+std::string Dense::describe() const {
+  return fmt::format("Dense({} -> {}, {})", extent(weight_->shape()[1]), units_,
+                     activation_.empty() ? "linear" : "Activation(" + activation_ + ")");
+}
+
 Activation::Activation(std::string activation)
     : Block("activation"), activation_(std::move(activation)) {
   TAGFLOW_CHECK(activation_ == "relu" || activation_ == "sigmoid" || activation_ == "tanh",
                 "Activation: unknown activation \"{}\"; expected relu, sigmoid or tanh",
                 activation_);
+}
+
+std::string Dropout::describe() const { return fmt::format("Dropout(p = {})", rate_); }
+
+std::string BatchNorm::describe() const {
+  return fmt::format("BatchNorm(axis=1, eps={}, momentum={}, in_channels={})", epsilon_, momentum_,
+                     extent(gamma_->shape()[0]));
 }
 
 NDArray Flatten::forward(const NDArray& x) {

@@ -34,6 +34,8 @@ class Dense : public Block {
                  init::InitializerPtr weight_init = nullptr,
                  init::InitializerPtr bias_init = init::Zero());
   NDArray forward(const NDArray& x) override;
+  /// "Dense(784 -> 256, Activation(relu))", "None" for in_units not yet known.
+  std::string describe() const override;
   const ParameterPtr& weight() const { return weight_; }
   const ParameterPtr& bias() const { return bias_; }
 
@@ -48,6 +50,7 @@ class Activation : public Block {
  public:
   explicit Activation(std::string activation);
   NDArray forward(const NDArray& x) override { return activate(x, activation_); }
+  std::string describe() const override { return "Activation(" + activation_ + ")"; }
 
  private:
   std::string activation_;
@@ -68,6 +71,7 @@ class Dropout : public Block {
   /// Throws unless 0 <= rate < 1.
   explicit Dropout(double rate);
   NDArray forward(const NDArray& x) override;
+  std::string describe() const override;
 
  private:
   double rate_;
@@ -84,6 +88,7 @@ class BatchNorm : public Block {
   explicit BatchNorm(double momentum = 0.9, double epsilon = 1e-5, bool center = true,
                      bool scale = true, int in_channels = 0);
   NDArray forward(const NDArray& x) override;
+  std::string describe() const override;
   const ParameterPtr& gamma() const { return gamma_; }
   const ParameterPtr& beta() const { return beta_; }
   const ParameterPtr& running_mean() const { return running_mean_; }

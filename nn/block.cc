@@ -1,9 +1,15 @@
 #include "nn/block.h"
 
+#include <cxxabi.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <ostream>
 #include <set>
+#include <typeinfo>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -53,6 +59,81 @@ void Block::number_in_order(const std::vector<std::pair<std::shared_ptr<Block>, 
   }
 }
 
+namespace {
+
+/// The block whose default forward() is running on this thread: reached
+/// again, neither forward was overridden.
+thread_local const Block* forwarding_by_default = nullptr;
+
+/// "Residual" for tagflow::nn::Residual or a user's ::Residual.
+std::string class_name(const std::type_info& type) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> demangled(
+      abi::__cxa_demangle(type.name(), nullptr, nullptr, &status), std::free);
+  std::string name = status == 0 && demangled != nullptr ? demangled.get() : type.name();
+  const std::size_t scope = name.rfind("::");
+  return scope == std::string::npos ? name : name.substr(scope + 2);
+}
+
+}  // namespace
+
+NDArray Block::forward(const NDArray& x) {
+  TAGFLOW_CHECK(forwarding_by_default != this,
+                "{}: the block defines neither forward(x) nor forward_inputs(inputs); a block "
+                "overrides one of them",
+                name_);
+  const Block* outer = forwarding_by_default;
+  forwarding_by_default = this;
+  struct Restore {
+    const Block* outer;
+    ~Restore() { forwarding_by_default = outer; }
+  } restore{outer};
+  return forward_inputs({x});
+}
+
+NDArray Block::forward_inputs(const std::vector<NDArray>& inputs) {
+  TAGFLOW_CHECK(inputs.size() == 1,
+                "{}: expected one input, got {}; a block of several inputs overrides "
+                "forward_inputs()",
+                name_, inputs.size());
+  return forward(inputs[0]);
+}
+
+std::string Block::describe() const { return class_name(typeid(*this)); }
+
+Block& Block::child_at(std::size_t i) const {
+  TAGFLOW_CHECK(i < children_.size(), "{}: expected a child position below {}, got {}", name_,
+                children_.size(), i);
+  return *children_[i];
+}
+
+void Block::throw_wrong_child_type(std::size_t i, const std::type_info& wanted) const {
+  const Block& child = *children_[i];
+  throw Error(fmt::format("{}: child {} is {} ({}), not a {}", name_, i, child.name(),
+                          class_name(typeid(child)), class_name(wanted)));
+}
+
+namespace {
+
+void print_block(std::ostream& os, const Block& block, const std::string& indent) {
+  os << block.describe();
+  if (block.children().empty()) return;
+  os << "(\n";
+  for (std::size_t i = 0; i < block.children().size(); ++i) {
+    os << indent << "  (" << i << "): ";
+    print_block(os, *block.children()[i], indent + "  ");
+    os << "\n";
+  }
+  os << indent << ")";
+}
+
+}  // namespace
+
+std::ostream& operator<<(std::ostream& os, const Block& block) {
+  print_block(os, block, "");
+  return os;
+}
+
 ParameterPtr Block::register_parameter(const std::string& suffix, Shape shape,
                                        init::InitializerPtr init, GradReq grad_req) {
   auto parameter =
@@ -61,7 +142,7 @@ ParameterPtr Block::register_parameter(const std::string& suffix, Shape shape,
   return parameter;
 }
 
-void Block::register_child(std::shared_ptr<Block> child) {
+void Block::add_child(std::shared_ptr<Block> child) {
   TAGFLOW_CHECK(child != nullptr, "{}: cannot add an empty block", name_);
   children_.push_back(std::move(child));
 }

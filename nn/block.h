@@ -20,9 +20,11 @@
 //   fresh.load_parameters("net.safetensors", gpu(0));
 
 #include <filesystem>
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -39,9 +41,20 @@ class Block {
   Block(Block&&) = default;
   Block& operator=(Block&&) = default;
 
-  /// The block's computation; `x` and the result on one device.
-  virtual NDArray forward(const NDArray& x) = 0;
+  /// The block's computation; `x` and the result on one device. By default
+  /// forward_inputs({x}): a block overrides one of the two.
+  virtual NDArray forward(const NDArray& x);
+  /// The computation of a block of several inputs, which such a block
+  /// overrides instead of forward(); by default forward() of the only input.
+  virtual NDArray forward_inputs(const std::vector<NDArray>& inputs);
   NDArray operator()(const NDArray& x) { return forward(x); }
+  /// `block({a, b})`: forward_inputs.
+  NDArray operator()(const std::vector<NDArray>& inputs) { return forward_inputs(inputs); }
+
+  /// The block's own line when printed ("Dense(784 -> 256, Activation(relu))");
+  /// by default its class name. Children are printed below it by
+  /// `operator<<`, as Gluon's `print(net)` shows them.
+  virtual std::string describe() const;
 
   /// This block's parameters and its children's, depth first.
   ParameterDict collect_params() const;
@@ -82,6 +95,17 @@ class Block {
   /// "dense0", "sequential1".
   const std::string& name() const { return name_; }
   const std::vector<std::shared_ptr<Block>>& children() const { return children_; }
+  /// Child `i` as the type it was made as: `net.at<nn::Dense>(0).weight()`.
+  /// Throws tagflow::Error naming the block and both types when it is another
+  /// kind of block, or when there is no child `i`.
+  template <typename B>
+  B& child_as(std::size_t i) const {
+    static_assert(std::is_base_of_v<Block, B>, "child_as<B>: B must be a Block");
+    Block& child = child_at(i);
+    auto* typed = dynamic_cast<B*>(&child);
+    if (typed == nullptr) throw_wrong_child_type(i, typeid(B));
+    return *typed;
+  }
 
  protected:
   /// `kind` gives the name: the kind followed by a per-kind counter.
@@ -89,7 +113,19 @@ class Block {
   ParameterPtr register_parameter(const std::string& suffix, Shape shape,
                                   init::InitializerPtr init = nullptr,
                                   GradReq grad_req = GradReq::kWrite);
-  void register_child(std::shared_ptr<Block> child);
+  /// Makes `child` a child of this block (its parameters become this
+  /// block's, its position names them in files) and returns it, typed:
+  ///
+  ///   body_ = register_child(nn::Dense(64, "relu"));   // std::shared_ptr<nn::Dense>
+  template <typename B>
+  std::shared_ptr<B> register_child(std::shared_ptr<B> child) {
+    add_child(child);
+    return child;
+  }
+  template <typename B, typename = std::enable_if_t<std::is_base_of_v<Block, std::decay_t<B>>>>
+  std::shared_ptr<std::decay_t<B>> register_child(B&& block) {
+    return register_child(std::make_shared<std::decay_t<B>>(std::forward<B>(block)));
+  }
 
  private:
   friend class Sequential;
@@ -97,6 +133,9 @@ class Block {
   /// arguments) their kind's numbers in the order they appear (Note [Names
   /// in order of appearance] in block.cc).
   static void number_in_order(const std::vector<std::pair<std::shared_ptr<Block>, bool>>& added);
+  void add_child(std::shared_ptr<Block> child);
+  Block& child_at(std::size_t i) const;
+  [[noreturn]] void throw_wrong_child_type(std::size_t i, const std::type_info& wanted) const;
 
   std::string kind_;
   int number_ = 0;
@@ -107,6 +146,15 @@ class Block {
 };
 
 using BlockPtr = std::shared_ptr<Block>;
+
+/// Prints the block as Gluon's `print(net)` does: its describe() line, and
+/// below it each child, indented, after its position:
+///
+///   Sequential(
+///     (0): Dense(784 -> 256, Activation(relu))
+///     (1): Dense(256 -> 10, linear)
+///   )
+std::ostream& operator<<(std::ostream& os, const Block& block);
 
 class Sequential : public Block {
  public:
@@ -127,6 +175,11 @@ class Sequential : public Block {
   std::size_t size() const { return children().size(); }
   /// The i-th child.
   Block& operator[](std::size_t i) const { return *children().at(i); }
+  /// The i-th child as the type it was made as (Block::child_as).
+  template <typename B>
+  B& at(std::size_t i) const {
+    return child_as<B>(i);
+  }
 
  private:
   static BlockPtr to_pointer(BlockPtr block) { return block; }

@@ -1,5 +1,7 @@
 #include "nn/conv_layers.h"
 
+#include <fmt/format.h>
+
 #include "nn/basic_layers.h"
 
 namespace tagflow::nn {
@@ -75,6 +77,35 @@ NDArray Conv2D::forward(const NDArray& x) {
       conv2d(x, weight_->data(ctx), bias_ != nullptr ? bias_->data(ctx) : NDArray(), options_);
   return activate(y, activation_);
 }
+
+namespace {
+
+std::string pair(const std::array<int, 2>& v) { return fmt::format("({}, {})", v[0], v[1]); }
+
+std::string pool_description(const char* kind, const Pool2DOptions& o) {
+  return fmt::format("{}(size={}, stride={}, padding={})", kind, pair(o.kernel), pair(o.stride),
+                     pair(o.padding));
+}
+
+}  // namespace
+
+std::string Conv2D::describe() const {
+  const Shape& w = weight_->shape();
+  const std::int64_t in_channels = w[1] * options_.groups;
+  std::string text = fmt::format("Conv2D({} -> {}, kernel_size=({}, {}), stride={}",
+                                 in_channels == 0 ? "None" : std::to_string(in_channels), w[0],
+                                 w[2], w[3], pair(options_.stride));
+  if (options_.padding != std::array<int, 2>{0, 0}) text += ", padding=" + pair(options_.padding);
+  if (options_.dilation != std::array<int, 2>{1, 1}) {
+    text += ", dilation=" + pair(options_.dilation);
+  }
+  if (options_.groups != 1) text += fmt::format(", groups={}", options_.groups);
+  if (!activation_.empty()) text += ", Activation(" + activation_ + ")";
+  return text + ")";
+}
+
+std::string MaxPool2D::describe() const { return pool_description("MaxPool2D", options_); }
+std::string AvgPool2D::describe() const { return pool_description("AvgPool2D", options_); }
 
 MaxPool2D::MaxPool2D(Size2 pool_size, std::optional<Size2> strides, Size2 padding)
     : Block("pool"), options_(pool_options("MaxPool2D", pool_size, strides, padding, true)) {}

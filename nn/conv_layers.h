@@ -39,6 +39,8 @@ class Conv2D : public Block {
                   init::InitializerPtr weight_init = nullptr,
                   init::InitializerPtr bias_init = init::Zero());
   NDArray forward(const NDArray& x) override;
+  /// "Conv2D(1 -> 6, kernel_size=(5, 5), stride=(1, 1), Activation(sigmoid))".
+  std::string describe() const override;
   const ParameterPtr& weight() const { return weight_; }
   const ParameterPtr& bias() const { return bias_; }
   const Conv2DOptions& options() const { return options_; }
@@ -57,6 +59,7 @@ class MaxPool2D : public Block {
   explicit MaxPool2D(Size2 pool_size = 2, std::optional<Size2> strides = std::nullopt,
                      Size2 padding = 0);
   NDArray forward(const NDArray& x) override;
+  std::string describe() const override;
 
  private:
   Pool2DOptions options_;
@@ -69,6 +72,7 @@ class AvgPool2D : public Block {
   explicit AvgPool2D(Size2 pool_size = 2, std::optional<Size2> strides = std::nullopt,
                      Size2 padding = 0, bool count_include_pad = true);
   NDArray forward(const NDArray& x) override;
+  std::string describe() const override;
 
  private:
   Pool2DOptions options_;

@@ -1,5 +1,9 @@
 #include "nn/parameter.h"
 
+#include <ostream>
+#include <string>
+#include <vector>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -193,6 +197,26 @@ void ParameterDict::reset_ctx(const std::vector<Context>& contexts) {
 
 void ParameterDict::zero_grad() {
   for (const auto& p : parameters_) p->zero_grad();
+}
+
+std::ostream& operator<<(std::ostream& os, const Parameter& parameter) {
+  // Python's tuple: a trailing comma for one extent.
+  std::string shape = "(";
+  for (int axis = 0; axis < parameter.shape().ndim(); ++axis) {
+    shape += (axis == 0 ? "" : ", ") + std::to_string(parameter.shape()[axis]);
+  }
+  shape += parameter.shape().ndim() == 1 ? ",)" : ")";
+  std::vector<std::string> contexts;
+  for (Context ctx : parameter.list_ctx()) contexts.push_back(ctx.str());
+  const DType dtype = parameter.initialized() ? parameter.list_data()[0].dtype() : DType::kFloat32;
+  return os << fmt::format("Parameter {} (shape={}, dtype={}, ctx=[{}])", parameter.name(), shape,
+                           dtype_name(dtype), fmt::join(contexts, ", "));
+}
+
+std::ostream& operator<<(std::ostream& os, const ParameterDict& params) {
+  os << "ParameterDict (\n";
+  for (const ParameterPtr& p : params) os << "  " << *p << "\n";
+  return os << ")";
 }
 
 }  // namespace tagflow::nn

@@ -10,6 +10,7 @@
 // A shape with an extent 0 is unknown until the first forward call infers it
 // (Dense without in_units): initialization is then deferred until that call.
 
+#include <iosfwd>
 #include <map>
 #include <memory>
 #include <string>
@@ -89,6 +90,10 @@ class Parameter {
 
 using ParameterPtr = std::shared_ptr<Parameter>;
 
+/// "Parameter dense0_weight (shape=(256, 784), dtype=float32, ctx=[gpu(0), gpu(1)])",
+/// as Gluon prints one (shape=(256, 0) and ctx=[] before initialization).
+std::ostream& operator<<(std::ostream& os, const Parameter& parameter);
+
 /// Parameters by name, in the order they were added.
 class ParameterDict {
  public:
@@ -109,5 +114,13 @@ class ParameterDict {
   std::vector<ParameterPtr> parameters_;
   std::map<std::string, std::size_t> index_;
 };
+
+/// Every parameter on its own line, as Gluon prints `net.collect_params()`:
+///
+///   ParameterDict (
+///     Parameter dense0_weight (shape=(256, 784), dtype=float32, ctx=[cpu(0)])
+///     Parameter dense0_bias (shape=(256,), dtype=float32, ctx=[cpu(0)])
+///   )
+std::ostream& operator<<(std::ostream& os, const ParameterDict& params);
 
 }  // namespace tagflow::nn
