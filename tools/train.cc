@@ -229,17 +229,25 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
   // leave a device without work (and its gradients stale): it is dropped.
   const std::int64_t remainder = train_set.size() / process_count % process_batch;
   const bool drop_last = remainder != 0 && remainder < device_count;
+  // Batches bound for GPUs are prepared in pinned memory, so that their
+  // copies start at once; for CPU devices alone, in plain host memory.
+  const bool any_gpu =
+      std::any_of(devices.begin(), devices.end(), [](Context c) { return c.is_gpu(); });
+  const Context batch_context = any_gpu ? cpu_pinned(0) : cpu(0);
   data::DataLoader train_data(
       train_set, process_batch,
       {.shuffle = true,
        .seed = options.seed,
        .last_batch = drop_last ? data::LastBatch::kDiscard : data::LastBatch::kKeep,
        .num_workers = options.num_workers,
+       .context = batch_context,
        .num_shards = process_count,
        .shard_index = rank});
-  data::DataLoader test_data(
-      fashion_mnist(dir, false, 0), process_batch,
-      {.num_workers = options.num_workers, .num_shards = process_count, .shard_index = rank});
+  data::DataLoader test_data(fashion_mnist(dir, false, 0), process_batch,
+                             {.num_workers = options.num_workers,
+                              .context = batch_context,
+                              .num_shards = process_count,
+                              .shard_index = rank});
 
   random::seed(options.seed);
   std::shared_ptr<nn::Sequential> net = build_model(options.model);

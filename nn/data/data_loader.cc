@@ -102,7 +102,7 @@ class DataLoader::Impl {
     TAGFLOW_CHECK(options_.shard_index >= 0 && options_.shard_index < options_.num_shards,
                   "DataLoader: expected a shard_index in [0, {}) for num_shards {}, got {}",
                   options_.num_shards, options_.num_shards, options_.shard_index);
-    context_ = options_.context.value_or(num_gpus() > 0 ? cpu_pinned(0) : cpu(0));
+    context_ = options_.context.value_or(cpu(0));
     TAGFLOW_CHECK(context_.is_host(),
                   "DataLoader: expected a host context for the batches (cpu(i) or "
                   "cpu_pinned(i)), got {}; move batches to a GPU with split_and_load or "

@@ -4,8 +4,8 @@
 //
 //   data::DataLoader train_data(train, 256, {.shuffle = true, .num_workers = 4});
 //   for (const auto& [data, label] : train_data) {
-//     // data: 256x1x28x28 float32, label: 256 int32, on cpu_pinned(0) with a
-//     // GPU present (cpu(0) without), ready to split_and_load
+//     // data: 256x1x28x28 float32, label: 256 int32, on cpu(0): for a
+//     // network on cpu(0), or to split_and_load onto devices
 //   }
 //   std::cout << train_data.size();   // batches per epoch: 235
 //
@@ -49,7 +49,8 @@
 // batch for the data and one for the labels; as a new array has no pending
 // operation, that memory is the loader's to fill, without the engine, until
 // the batch is handed over. So the engine sees two arrays per batch, and
-// pinned memory (with a GPU) lets split_and_load copy them straight away.
+// with `.context = cpu_pinned(0)` (for batches bound for GPUs) pinned memory
+// lets split_and_load copy them straight away.
 //
 // Note [Loader workers]
 // With num_workers = n > 0, n threads (made with the loader, joined by its
@@ -97,8 +98,9 @@ struct DataLoaderOptions {
   int num_workers = 0;
   /// Batches in flight with workers (being built or ready); 0: 2 * num_workers.
   int prefetch = 0;
-  /// Where batches live; by default cpu_pinned(0) when a GPU (real or
-  /// simulated) is present, else cpu(0). Must be a host context.
+  /// Where batches live: a host context, cpu(0) unless set. Batches bound
+  /// for GPUs copy faster from cpu_pinned(0) (as pin_memory in Gluon's and
+  /// PyTorch's loaders); a network on a CPU device takes cpu(i) batches.
   std::optional<Context> context;
   /// Parts every epoch is split into, one per process (Note [Sharding]).
   int num_shards = 1;
