@@ -54,7 +54,10 @@ void Block::number_in_order(const std::vector<std::pair<std::shared_ptr<Block>, 
       Block& b = *blocks[i];
       b.number_ = numbers[i];
       b.name_ = kind + std::to_string(b.number_);
-      for (auto& [suffix, parameter] : b.parameters_) parameter->name_ = b.name_ + "_" + suffix;
+      for (auto& [suffix, parameter] : b.parameters_) {
+        parameter->name_ = b.name_ + "_" + suffix;
+        parameter->owner_ = b.name_;
+      }
     }
   }
 }
@@ -138,6 +141,7 @@ ParameterPtr Block::register_parameter(const std::string& suffix, Shape shape,
                                        init::InitializerPtr init, GradReq grad_req) {
   auto parameter =
       std::make_shared<Parameter>(name_ + "_" + suffix, shape, std::move(init), grad_req);
+  parameter->owner_ = name_;
   parameters_.emplace_back(suffix, parameter);
   return parameter;
 }

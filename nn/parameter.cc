@@ -92,28 +92,36 @@ void Parameter::infer_shape(const Shape& shape) {
 }
 
 std::size_t Parameter::index_of(Context ctx, const char* what) const {
+  // Said as the layer that uses the parameter (Note [Names in order of
+  // appearance]: its block's name), not as this function.
+  const std::string user = owner_.empty() ? std::string("parameters") : owner_;
   TAGFLOW_CHECK(initialized(),
-                "{}: parameter '{}' is not initialized{}: call initialize() (or run a forward "
-                "pass to complete a deferred initialization)",
-                what, name_,
-                deferred_init_ ? " yet (its shape is inferred on the first call)" : "");
+                "{}: {} of parameter '{}' asked for, but the parameter is not initialized{}: call "
+                "initialize() on the network first",
+                user, what, name_,
+                deferred_init_ ? " yet (its shape is inferred on the first forward pass)" : "");
   for (std::size_t i = 0; i < contexts_.size(); ++i) {
     if (contexts_[i] == ctx) return i;
   }
-  detail::throw_error("{}: parameter '{}' was not initialized on {}; it lives on {}", what, name_,
-                      ctx.str(), contexts_text(contexts_));
+  std::vector<Context> wanted = contexts_;
+  wanted.push_back(ctx);
+  detail::throw_error(
+      "{}: parameter '{}' lives on {}, not on {}, where it is used (a layer uses its parameters "
+      "on its input's device); initialize the network on every device it runs on "
+      "(initialize(init, {{{}}})), or move the input with as_in_context({})",
+      user, name_, contexts_text(contexts_), ctx.str(), contexts_text(wanted), contexts_[0].str());
 }
 
-NDArray Parameter::data(Context ctx) const { return data_[index_of(ctx, "data")]; }
+NDArray Parameter::data(Context ctx) const { return data_[index_of(ctx, "the value")]; }
 
 NDArray Parameter::data() const {
   TAGFLOW_CHECK(contexts_.size() <= 1,
                 "data: parameter '{}' lives on several devices ({}): ask for one with data(ctx)",
                 name_, contexts_text(contexts_));
-  return data_[index_of(contexts_.empty() ? cpu() : contexts_[0], "data")];
+  return data_[index_of(contexts_.empty() ? cpu() : contexts_[0], "the value")];
 }
 
-NDArray Parameter::grad(Context ctx) const { return data_[index_of(ctx, "grad")].grad(); }
+NDArray Parameter::grad(Context ctx) const { return data_[index_of(ctx, "the gradient")].grad(); }
 
 std::vector<NDArray> Parameter::list_grad() const {
   std::vector<NDArray> grads;

@@ -78,6 +78,8 @@ class Parameter {
   void replicate(NDArray source, const std::vector<Context>& contexts);
 
   std::string name_;
+  /// The block that registered it ("dense0"), for errors; empty for one of your own.
+  std::string owner_;
   Shape shape_;
   init::InitializerPtr init_;
   GradReq grad_req_;

@@ -122,9 +122,26 @@ TEST(LayersTest, SequentialNamesCollectsAndInitializesIdenticalCopiesOnEveryDevi
     (void)net(zeros({3, 6}, DType::kFloat32, gpu(0)));
     ADD_FAILURE() << "the parameters live on cpu(1) only";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("was not initialized on gpu(0); it lives on cpu(1)"),
-              std::string::npos)
-        << e.what();
+    // The layer, the parameter, where it lives and where the input is; no
+    // internal function's name.
+    EXPECT_EQ(std::string(e.what()),
+              hidden->name() + ": parameter '" + hidden->name() +
+                  "_weight' lives on cpu(1), not on gpu(0), where it is used (a layer uses its "
+                  "parameters on its input's device); initialize the network on every device it "
+                  "runs on (initialize(init, {cpu(1), gpu(0)})), or move the input with "
+                  "as_in_context(cpu(1))");
+  }
+  {
+    nn::Dense fresh(3, "", 2);
+    try {
+      (void)fresh(zeros({1, 2}));
+      ADD_FAILURE() << "not initialized";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()),
+                fresh.name() + ": the value of parameter '" + fresh.name() +
+                    "_weight' asked for, but the parameter is not initialized: call "
+                    "initialize() on the network first");
+    }
   }
   // Weights 1; the biases keep their own initializer (zeros): tanh(sum(x))
   // in each hidden unit, then 4 times that in each output.
