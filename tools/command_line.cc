@@ -16,6 +16,7 @@
 #include "tools/bench_train.h"
 #include "tools/info.h"
 #include "tools/profile_report.h"
+#include "tools/selftest.h"
 #include "tools/stress.h"
 #include "tools/train.h"
 
@@ -27,6 +28,9 @@ struct CommandLine::Parts {
 
   CLI::App app{"tagflow: a deep-learning runtime on an asynchronous dependency engine"};
   CLI::App* info = nullptr;
+  CLI::App* selftest = nullptr;
+  SelftestOptions selftest_options;
+  std::string selftest_devices = "all";
   CLI::App* stress = nullptr;
   StressOptions stress_options;
   std::string stress_devices = "all";
@@ -65,6 +69,25 @@ CommandLine::Parts::Parts() {
   app.require_subcommand(1);
 
   info = app.add_subcommand("info", "Devices, configuration and build");
+
+  selftest = app.add_subcommand(
+      "selftest",
+      "Check every operator (forward and gradient) on every device against a double-precision "
+      "reference, copies between every pair of devices, the order of work on each device's "
+      "queues and that memory returns: the first thing to run on a new machine");
+  selftest
+      ->add_option("--devices", selftest_devices,
+                   "Devices whose operators are checked: all (cpu:0 and every GPU) or a "
+                   "list such as gpu:0,gpu:1")
+      ->capture_default_str();
+  selftest
+      ->add_option("--trials", selftest_options.trials,
+                   "Random shapes and values per operator and device")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  selftest->add_option("--seed", selftest_options.seed, "Seed of the shapes and values")
+      ->capture_default_str();
+  selftest->add_flag("--json", selftest_options.json, "One JSON line per check instead of a table");
 
   train = app.add_subcommand(
       "train", "Train the tutorials' LeNet (or an MLP) on Fashion-MNIST and report each epoch");
@@ -303,6 +326,9 @@ void CommandLine::parse(int argc, const char* const* argv) {
     p.train_options.json = p.train_json;
     p.train_options.bucket_bytes = p.bucket_kb << 10;
   }
+  if (p.selftest->parsed() && p.selftest_devices != "all") {
+    p.selftest_options.devices = parse_devices(p.selftest_devices, "selftest");
+  }
   if (p.bench_engine->parsed()) {
     p.engine_options.engine = p.engine_kind == "naive" ? EngineKind::kNaive : EngineKind::kThreaded;
   }
@@ -328,7 +354,7 @@ std::string CommandLine::subcommand() const {
   for (CLI::App* sub : {p.bench_engine, p.bench_ops, p.bench_train}) {
     if (sub->parsed()) return "bench " + sub->get_name();
   }
-  for (CLI::App* sub : {p.info, p.train, p.profile, p.stress}) {
+  for (CLI::App* sub : {p.info, p.selftest, p.train, p.profile, p.stress}) {
     if (sub->parsed()) return sub->get_name();
   }
   return "";
@@ -388,6 +414,7 @@ int run_train_command(TrainOptions options, double dist_timeout) {
 int CommandLine::run() {
   Parts& p = *parts_;
   if (p.info->parsed()) return run_info();
+  if (p.selftest->parsed()) return run_selftest(p.selftest_options);
   if (p.train->parsed()) return run_train_command(p.train_options, p.dist_timeout);
   if (p.bench_engine->parsed()) {
     return run_engine_bench(p.engine_options, EngineConfig::from_env()) ? 0 : 1;

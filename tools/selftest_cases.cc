@@ -1,0 +1,629 @@
+#include "tools/selftest_cases.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace tagflow::tools {
+
+namespace {
+
+using Rng = std::mt19937_64;
+
+std::int64_t draw(Rng& rng, std::int64_t low, std::int64_t high) {
+  return std::uniform_int_distribution<std::int64_t>(low, high)(rng);
+}
+
+/// An extent: mostly small and odd, sometimes 1, rarely 0 (when allowed).
+std::int64_t extent(Rng& rng, bool allow_empty) {
+  static constexpr std::array<std::int64_t, 7> kExtents = {1, 2, 3, 5, 7, 13, 17};
+  if (allow_empty && draw(rng, 0, 9) == 0) return 0;
+  return kExtents[static_cast<std::size_t>(draw(rng, 0, kExtents.size() - 1))];
+}
+
+Shape random_shape(Rng& rng, int min_ndim, int max_ndim, bool allow_empty) {
+  Shape s;
+  const auto ndim = static_cast<int>(draw(rng, min_ndim, max_ndim));
+  for (int d = 0; d < ndim; ++d) s.push_back(extent(rng, allow_empty));
+  return s;
+}
+
+/// Two shapes that broadcast: `a`, and `a` with some extents 1 and maybe
+/// fewer leading axes; in either order.
+std::vector<Shape> broadcast_pair(Rng& rng) {
+  const Shape a = random_shape(rng, 1, 3, true);
+  Shape b;
+  const auto dropped = static_cast<int>(draw(rng, 0, a.ndim() - 1));
+  for (int d = dropped; d < a.ndim(); ++d) b.push_back(draw(rng, 0, 2) == 0 ? 1 : a[d]);
+  if (draw(rng, 0, 1) == 0) return {a, b};
+  return {b, a};
+}
+
+/// out[i] = f(a[...], b[...]) under NumPy broadcasting.
+Values broadcast2(const Values& a, const Shape& as, const Values& b, const Shape& bs,
+                  const std::function<double(double, double)>& f) {
+  const Shape out = broadcast_shapes(as, bs, "selftest reference");
+  Values y(static_cast<std::size_t>(out.size()));
+  for (std::int64_t flat = 0; flat < out.size(); ++flat) {
+    std::int64_t rest = flat;
+    std::int64_t ia = 0, ib = 0, ma = 1, mb = 1;
+    for (int d = out.ndim() - 1; d >= 0; --d) {
+      const std::int64_t index = rest % out[d];
+      rest /= out[d];
+      const int da = d - (out.ndim() - as.ndim());
+      const int db = d - (out.ndim() - bs.ndim());
+      if (da >= 0) {
+        ia += (as[da] == 1 ? 0 : index) * ma;
+        ma *= as[da];
+      }
+      if (db >= 0) {
+        ib += (bs[db] == 1 ? 0 : index) * mb;
+        mb *= bs[db];
+      }
+    }
+    y[static_cast<std::size_t>(flat)] =
+        f(a[static_cast<std::size_t>(ia)], b[static_cast<std::size_t>(ib)]);
+  }
+  return y;
+}
+
+Values map1(const Values& x, const std::function<double(double)>& f) {
+  Values y(x.size());
+  std::transform(x.begin(), x.end(), y.begin(), f);
+  return y;
+}
+
+/// Folds axis `axis` of `x` (shape `s`): out[o, i] = finish(fold(x[o, k, i] over k), n).
+Values reduce_axis(const Values& x, const Shape& s, int axis, double init,
+                   const std::function<double(double, double)>& fold,
+                   const std::function<double(double, std::int64_t)>& finish) {
+  std::int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d) outer *= s[d];
+  for (int d = axis + 1; d < s.ndim(); ++d) inner *= s[d];
+  const std::int64_t n = s[axis];
+  Values y(static_cast<std::size_t>(outer * inner));
+  for (std::int64_t o = 0; o < outer; ++o) {
+    for (std::int64_t i = 0; i < inner; ++i) {
+      double acc = init;
+      for (std::int64_t k = 0; k < n; ++k)
+        acc = fold(acc, x[static_cast<std::size_t>((o * n + k) * inner + i)]);
+      y[static_cast<std::size_t>(o * inner + i)] = finish(acc, n);
+    }
+  }
+  return y;
+}
+
+Values all_of(const Values& x, double init, const std::function<double(double, double)>& fold,
+              const std::function<double(double, std::int64_t)>& finish) {
+  double acc = init;
+  for (double v : x) acc = fold(acc, v);
+  return {finish(acc, static_cast<std::int64_t>(x.size()))};
+}
+
+double add(double a, double b) { return a + b; }
+double square_add(double a, double b) { return a + b * b; }
+double larger(double a, double b) { return std::max(a, b); }
+double smaller(double a, double b) { return std::min(a, b); }
+double as_is(double v, std::int64_t) { return v; }
+double mean_of(double v, std::int64_t n) { return v / static_cast<double>(n); }
+double root(double v, std::int64_t) { return std::sqrt(v); }
+
+/// The axis a reduction case reduces: drawn from the shape itself, so that
+/// the operator and the reference agree on it and every axis comes up.
+int axis_of(const Shape& s) {
+  std::int64_t mix = 0;
+  for (int d = 0; d < s.ndim(); ++d) mix += s[d] * (d + 1);
+  return static_cast<int>(mix % s.ndim());
+}
+
+/// A reduction over one axis: the first input, then Shape{axis}.
+OperatorCase reduction(const std::string& name, NDArray (*op)(const NDArray&, int, bool),
+                       double init, double (*fold)(double, double),
+                       double (*finish)(double, std::int64_t), bool allow_empty) {
+  return {
+      .name = name + " over an axis",
+      .shapes = [allow_empty](
+                    Rng& rng) { return std::vector<Shape>{random_shape(rng, 1, 3, allow_empty)}; },
+      .run =
+          [op](const std::vector<NDArray>& in) { return op(in[0], axis_of(in[0].shape()), false); },
+      .reference =
+          [init, fold, finish](const std::vector<Values>& x, const std::vector<Shape>& s) {
+            return reduce_axis(x[0], s[0], axis_of(s[0]), init, fold, finish);
+          },
+  };
+}
+
+Values matmul(const Values& a, const Values& b, std::int64_t m, std::int64_t k, std::int64_t n,
+              std::size_t a_offset = 0, std::size_t b_offset = 0) {
+  Values c(static_cast<std::size_t>(m * n), 0.0);
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      double total = 0;
+      for (std::int64_t p = 0; p < k; ++p) {
+        total += a[a_offset + static_cast<std::size_t>(i * k + p)] *
+                 b[b_offset + static_cast<std::size_t>(p * n + j)];
+      }
+      c[static_cast<std::size_t>(i * n + j)] = total;
+    }
+  }
+  return c;
+}
+
+/// x permuted: out axis d is x's axis perm[d].
+Values permute(const Values& x, const Shape& s, const std::vector<int>& perm) {
+  Shape out;
+  for (int p : perm) out.push_back(s[p]);
+  std::vector<std::int64_t> in_strides(static_cast<std::size_t>(s.ndim()), 1);
+  for (int d = s.ndim() - 2; d >= 0; --d) {
+    in_strides[static_cast<std::size_t>(d)] =
+        in_strides[static_cast<std::size_t>(d + 1)] * s[d + 1];
+  }
+  Values y(static_cast<std::size_t>(out.size()));
+  for (std::int64_t flat = 0; flat < out.size(); ++flat) {
+    std::int64_t rest = flat, source = 0;
+    for (int d = out.ndim() - 1; d >= 0; --d) {
+      source +=
+          (rest % out[d]) * in_strides[static_cast<std::size_t>(perm[static_cast<std::size_t>(d)])];
+      rest /= out[d];
+    }
+    y[static_cast<std::size_t>(flat)] = x[static_cast<std::size_t>(source)];
+  }
+  return y;
+}
+
+/// Softmax (or its log) along the last axis of a (rows, columns) matrix.
+Values softmax_rows(const Values& x, const Shape& s, bool log_of) {
+  const std::int64_t cols = s[s.ndim() - 1];
+  const std::int64_t rows = cols == 0 ? 0 : s.size() / cols;
+  Values y(x.size());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const auto row = static_cast<std::size_t>(r * cols);
+    double largest = -std::numeric_limits<double>::infinity();
+    for (std::int64_t c = 0; c < cols; ++c)
+      largest = std::max(largest, x[row + static_cast<std::size_t>(c)]);
+    double total = 0;
+    for (std::int64_t c = 0; c < cols; ++c)
+      total += std::exp(x[row + static_cast<std::size_t>(c)] - largest);
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const double shifted = x[row + static_cast<std::size_t>(c)] - largest;
+      y[row + static_cast<std::size_t>(c)] =
+          log_of ? shifted - std::log(total) : std::exp(shifted) / total;
+    }
+  }
+  return y;
+}
+
+/// Class labels i % classes, the same in run and reference.
+NDArray labels_for(std::int64_t batch, std::int64_t classes, Context ctx) {
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(batch));
+  for (std::int64_t i = 0; i < batch; ++i)
+    labels[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i % classes);
+  return array(labels, Shape{batch}, ctx);
+}
+
+/// The mask of `where`: element i is true when i % 3 == 0.
+NDArray mask_for(const Shape& shape, Context ctx) {
+  std::vector<float> mask(static_cast<std::size_t>(shape.size()));
+  for (std::size_t i = 0; i < mask.size(); ++i) mask[i] = i % 3 == 0 ? 1.f : 0.f;
+  return array(mask, shape, ctx);
+}
+
+/// (N, C, H, W) with small odd sizes.
+Shape image_shape(Rng& rng, std::int64_t min_side) {
+  return Shape{draw(rng, 1, 2), draw(rng, 1, 3), draw(rng, min_side, 7), draw(rng, min_side, 7)};
+}
+
+Values conv_reference(const Values& x, const Shape& xs, const Values& w, const Shape& ws,
+                      const Values& b, int stride, int pad) {
+  const std::int64_t n = xs[0], c = xs[1], h = xs[2], wd = xs[3];
+  const std::int64_t o = ws[0], kh = ws[2], kw = ws[3];
+  const std::int64_t oh = (h + 2 * pad - kh) / stride + 1;
+  const std::int64_t ow = (wd + 2 * pad - kw) / stride + 1;
+  Values y(static_cast<std::size_t>(n * o * oh * ow));
+  for (std::int64_t in = 0; in < n; ++in)
+    for (std::int64_t oc = 0; oc < o; ++oc)
+      for (std::int64_t i = 0; i < oh; ++i)
+        for (std::int64_t j = 0; j < ow; ++j) {
+          double total = b[static_cast<std::size_t>(oc)];
+          for (std::int64_t ic = 0; ic < c; ++ic)
+            for (std::int64_t p = 0; p < kh; ++p)
+              for (std::int64_t q = 0; q < kw; ++q) {
+                const std::int64_t r = i * stride - pad + p, t = j * stride - pad + q;
+                if (r < 0 || r >= h || t < 0 || t >= wd) continue;
+                total += x[static_cast<std::size_t>(((in * c + ic) * h + r) * wd + t)] *
+                         w[static_cast<std::size_t>(((oc * c + ic) * kh + p) * kw + q)];
+              }
+          y[static_cast<std::size_t>(((in * o + oc) * oh + i) * ow + j)] = total;
+        }
+  return y;
+}
+
+/// Conv2D of (N, C, H, W) with (O, C, k, k) and a bias (O).
+OperatorCase convolution(int kernel, int stride, int pad) {
+  return {
+      .name = fmt::format("conv2d {}x{} stride {} padding {}", kernel, kernel, stride, pad),
+      .shapes =
+          [kernel](Rng& rng) {
+            const Shape x = image_shape(rng, kernel);
+            const std::int64_t out = draw(rng, 1, 3);
+            return std::vector<Shape>{x, Shape{out, x[1], kernel, kernel}, Shape{out}};
+          },
+      .run =
+          [stride, pad](const std::vector<NDArray>& in) {
+            return conv2d(in[0], in[1], in[2], {.stride = {stride, stride}, .padding = {pad, pad}});
+          },
+      .reference =
+          [stride, pad](const std::vector<Values>& x, const std::vector<Shape>& s) {
+            return conv_reference(x[0], s[0], x[1], s[1], x[2], stride, pad);
+          },
+      .tolerance = 5e-5,
+  };
+}
+
+Values pool_reference(const Values& x, const Shape& s, bool max_pool, int k, int stride, int pad) {
+  const std::int64_t n = s[0] * s[1], h = s[2], w = s[3];
+  const std::int64_t oh = (h + 2 * pad - k) / stride + 1, ow = (w + 2 * pad - k) / stride + 1;
+  Values y(static_cast<std::size_t>(n * oh * ow));
+  for (std::int64_t plane = 0; plane < n; ++plane)
+    for (std::int64_t i = 0; i < oh; ++i)
+      for (std::int64_t j = 0; j < ow; ++j) {
+        double acc = max_pool ? -std::numeric_limits<double>::infinity() : 0;
+        for (std::int64_t p = 0; p < k; ++p)
+          for (std::int64_t q = 0; q < k; ++q) {
+            const std::int64_t r = i * stride - pad + p, t = j * stride - pad + q;
+            if (r < 0 || r >= h || t < 0 || t >= w) continue;  // padding: 0 in averages
+            const double v = x[static_cast<std::size_t>((plane * h + r) * w + t)];
+            acc = max_pool ? std::max(acc, v) : acc + v;
+          }
+        y[static_cast<std::size_t>((plane * oh + i) * ow + j)] = max_pool ? acc : acc / (k * k);
+      }
+  return y;
+}
+
+Values batch_norm_reference(const Values& x, const Shape& s, const Values& gamma,
+                            const Values& beta) {
+  const std::int64_t n = s[0], c = s[1], inner = s.size() / (n * c);
+  Values y(x.size());
+  for (std::int64_t ch = 0; ch < c; ++ch) {
+    double total = 0, squares = 0;
+    const auto at = [&](std::int64_t b, std::int64_t i) {
+      return static_cast<std::size_t>((b * c + ch) * inner + i);
+    };
+    for (std::int64_t b = 0; b < n; ++b)
+      for (std::int64_t i = 0; i < inner; ++i) total += x[at(b, i)];
+    const double count = static_cast<double>(n * inner);
+    const double mean = total / count;
+    for (std::int64_t b = 0; b < n; ++b)
+      for (std::int64_t i = 0; i < inner; ++i)
+        squares += (x[at(b, i)] - mean) * (x[at(b, i)] - mean);
+    const double scale = gamma[static_cast<std::size_t>(ch)] / std::sqrt(squares / count + 1e-5);
+    for (std::int64_t b = 0; b < n; ++b)
+      for (std::int64_t i = 0; i < inner; ++i) {
+        y[at(b, i)] = (x[at(b, i)] - mean) * scale + beta[static_cast<std::size_t>(ch)];
+      }
+  }
+  return y;
+}
+
+OperatorCase unary(const std::string& name, NDArray (*op)(const NDArray&), double (*f)(double),
+                   double low = -2, double high = 2) {
+  return {
+      .name = name,
+      .shapes = [](Rng& rng) { return std::vector<Shape>{random_shape(rng, 0, 3, true)}; },
+      .run = [op](const std::vector<NDArray>& in) { return op(in[0]); },
+      .reference = [f](const std::vector<Values>& x,
+                       const std::vector<Shape>&) { return map1(x[0], f); },
+      .low = low,
+      .high = high,
+  };
+}
+
+OperatorCase binary(const std::string& name, NDArray (*op)(const NDArray&, const NDArray&),
+                    double (*f)(double, double), double low = -2, double high = 2) {
+  return {
+      .name = name + " (broadcast)",
+      .shapes = broadcast_pair,
+      .run = [op](const std::vector<NDArray>& in) { return op(in[0], in[1]); },
+      .reference =
+          [f](const std::vector<Values>& x, const std::vector<Shape>& s) {
+            return broadcast2(x[0], s[0], x[1], s[1], f);
+          },
+      .low = low,
+      .high = high,
+  };
+}
+
+NDArray plus(const NDArray& a, const NDArray& b) { return a + b; }
+NDArray minus(const NDArray& a, const NDArray& b) { return a - b; }
+NDArray times(const NDArray& a, const NDArray& b) { return a * b; }
+NDArray over(const NDArray& a, const NDArray& b) { return a / b; }
+
+}  // namespace
+
+std::vector<OperatorCase> operator_cases() {
+  std::vector<OperatorCase> cases;
+  cases.push_back(unary("exp", exp, [](double x) { return std::exp(x); }));
+  cases.push_back(unary(
+      "log", log, [](double x) { return std::log(x); }, 0.2, 3));
+  cases.push_back(unary(
+      "sqrt", sqrt, [](double x) { return std::sqrt(x); }, 0.2, 3));
+  cases.push_back(unary("square", square, [](double x) { return x * x; }));
+  cases.push_back(unary("abs", abs, [](double x) { return std::abs(x); }));
+  cases.push_back(unary("negative", negative, [](double x) { return -x; }));
+  cases.push_back(unary("relu", relu, [](double x) { return std::max(0.0, x); }));
+  cases.push_back(unary("sigmoid", sigmoid, [](double x) { return 1 / (1 + std::exp(-x)); }));
+  cases.push_back(unary("tanh", tanh, [](double x) { return std::tanh(x); }));
+  cases.push_back(binary("add", plus, [](double a, double b) { return a + b; }));
+  cases.push_back(binary("subtract", minus, [](double a, double b) { return a - b; }));
+  cases.push_back(binary("multiply", times, [](double a, double b) { return a * b; }));
+  cases.push_back(binary(
+      "divide", over, [](double a, double b) { return a / b; }, 0.5, 2));
+  cases.push_back(binary(
+      "power", power, [](double a, double b) { return std::pow(a, b); }, 0.5, 2));
+  cases.push_back(binary("maximum", maximum, [](double a, double b) { return std::max(a, b); }));
+  cases.push_back(binary("minimum", minimum, [](double a, double b) { return std::min(a, b); }));
+  cases.push_back({
+      .name = "scalar operands (2.5 * a - 1.5, 2 / a, a ** 3)",
+      .shapes = [](Rng& rng) { return std::vector<Shape>{random_shape(rng, 1, 3, true)}; },
+      .run =
+          [](const std::vector<NDArray>& in) {
+            return (2.5 * in[0] - 1.5) + 2.0 / in[0] + power(in[0], 3.0);
+          },
+      .reference =
+          [](const std::vector<Values>& x, const std::vector<Shape>&) {
+            return map1(x[0], [](double a) { return (2.5 * a - 1.5) + 2 / a + a * a * a; });
+          },
+      .low = 0.5,
+      .high = 2,
+  });
+  cases.push_back({
+      .name = "sum of all",
+      .shapes = [](Rng& rng) { return std::vector<Shape>{random_shape(rng, 1, 3, true)}; },
+      .run = [](const std::vector<NDArray>& in) { return sum(in[0]); },
+      .reference = [](const std::vector<Values>& x,
+                      const std::vector<Shape>&) { return all_of(x[0], 0, add, as_is); },
+  });
+  cases.push_back(reduction("sum", sum, 0, add, as_is, true));
+  cases.push_back(reduction("mean", mean, 0, add, mean_of, false));
+  cases.push_back(
+      reduction("max", max, -std::numeric_limits<double>::infinity(), larger, as_is, false));
+  cases.push_back(
+      reduction("min", min, std::numeric_limits<double>::infinity(), smaller, as_is, false));
+  cases.push_back(reduction("norm", norm, 0, square_add, root, false));
+  cases.push_back({
+      .name = "argmax over an axis",
+      .shapes = [](Rng& rng) { return std::vector<Shape>{random_shape(rng, 1, 3, false)}; },
+      .run = [](const std::vector<NDArray>& in) { return argmax(in[0], axis_of(in[0].shape())); },
+      .reference =
+          [](const std::vector<Values>& x, const std::vector<Shape>& s) {
+            const Shape& shape = s[0];
+            const int axis = axis_of(shape);
+            std::int64_t outer = 1, inner = 1;
+            for (int d = 0; d < axis; ++d) outer *= shape[d];
+            for (int d = axis + 1; d < shape.ndim(); ++d) inner *= shape[d];
+            Values y(static_cast<std::size_t>(outer * inner));
+            for (std::int64_t o = 0; o < outer; ++o)
+              for (std::int64_t i = 0; i < inner; ++i) {
+                std::int64_t best = 0;
+                for (std::int64_t k = 1; k < shape[axis]; ++k) {
+                  if (x[0][static_cast<std::size_t>((o * shape[axis] + k) * inner + i)] >
+                      x[0][static_cast<std::size_t>((o * shape[axis] + best) * inner + i)]) {
+                    best = k;
+                  }
+                }
+                y[static_cast<std::size_t>(o * inner + i)] = static_cast<double>(best);
+              }
+            return y;
+          },
+      .gradient = false,
+      .tolerance = 0,
+  });
+  cases.push_back({
+      .name = "dot (m, k) x (k, n)",
+      .shapes =
+          [](Rng& rng) {
+            const std::int64_t m = extent(rng, true), k = extent(rng, true), n = extent(rng, true);
+            return std::vector<Shape>{Shape{m, k}, Shape{k, n}};
+          },
+      .run = [](const std::vector<NDArray>& in) { return dot(in[0], in[1]); },
+      .reference =
+          [](const std::vector<Values>& x, const std::vector<Shape>& s) {
+            return matmul(x[0], x[1], s[0][0], s[0][1], s[1][1]);
+          },
+      .tolerance = 5e-5,
+  });
+  cases.push_back({
+      .name = "batch_dot (b, m, k) x (b, k, n)",
+      .shapes =
+          [](Rng& rng) {
+            const std::int64_t b = draw(rng, 1, 3), m = extent(rng, false), k = extent(rng, false),
+                               n = extent(rng, false);
+            return std::vector<Shape>{Shape{b, m, k}, Shape{b, k, n}};
+          },
+      .run = [](const std::vector<NDArray>& in) { return batch_dot(in[0], in[1]); },
+      .reference =
+          [](const std::vector<Values>& x, const std::vector<Shape>& s) {
+            const std::int64_t b = s[0][0], m = s[0][1], k = s[0][2], n = s[1][2];
+            Values y;
+            for (std::int64_t i = 0; i < b; ++i) {
+              const Values part = matmul(x[0], x[1], m, k, n, static_cast<std::size_t>(i * m * k),
+                                         static_cast<std::size_t>(i * k * n));
+              y.insert(y.end(), part.begin(), part.end());
+            }
+            return y;
+          },
+      .tolerance = 5e-5,
+  });
+  cases.push_back({
+      .name = "transpose (axes reversed)",
+      .shapes = [](Rng& rng) { return std::vector<Shape>{random_shape(rng, 1, 4, true)}; },
+      .run = [](const std::vector<NDArray>& in) { return transpose(in[0]); },
+      .reference =
+          [](const std::vector<Values>& x, const std::vector<Shape>& s) {
+            std::vector<int> perm(static_cast<std::size_t>(s[0].ndim()));
+            std::iota(perm.rbegin(), perm.rend(), 0);
+            return permute(x[0], s[0], perm);
+          },
+      .tolerance = 0,
+  });
+  cases.push_back({
+      .name = "softmax (last axis)",
+      .shapes =
+          [](Rng& rng) {
+            return std::vector<Shape>{Shape{extent(rng, true), extent(rng, false)}};
+          },
+      .run = [](const std::vector<NDArray>& in) { return softmax(in[0]); },
+      .reference = [](const std::vector<Values>& x,
+                      const std::vector<Shape>& s) { return softmax_rows(x[0], s[0], false); },
+  });
+  cases.push_back({
+      .name = "log_softmax (last axis)",
+      .shapes =
+          [](Rng& rng) {
+            return std::vector<Shape>{Shape{extent(rng, true), extent(rng, false)}};
+          },
+      .run = [](const std::vector<NDArray>& in) { return log_softmax(in[0]); },
+      .reference = [](const std::vector<Values>& x,
+                      const std::vector<Shape>& s) { return softmax_rows(x[0], s[0], true); },
+  });
+  cases.push_back({
+      .name = "softmax_cross_entropy",
+      .shapes =
+          [](Rng& rng) {
+            return std::vector<Shape>{Shape{extent(rng, false), extent(rng, false)}};
+          },
+      .run =
+          [](const std::vector<NDArray>& in) {
+            const Shape& s = in[0].shape();
+            return softmax_cross_entropy(in[0], labels_for(s[0], s[1], in[0].context()));
+          },
+      .reference =
+          [](const std::vector<Values>& x, const std::vector<Shape>& s) {
+            const Values logp = softmax_rows(x[0], s[0], true);
+            Values y(static_cast<std::size_t>(s[0][0]));
+            for (std::int64_t r = 0; r < s[0][0]; ++r) {
+              y[static_cast<std::size_t>(r)] =
+                  -logp[static_cast<std::size_t>(r * s[0][1] + r % s[0][1])];
+            }
+            return y;
+          },
+  });
+  cases.push_back({
+      .name = "concat (axis 0)",
+      .shapes =
+          [](Rng& rng) {
+            Shape a = random_shape(rng, 1, 3, true);
+            Shape b = a;
+            b[0] = extent(rng, true);
+            return std::vector<Shape>{a, b};
+          },
+      .run =
+          [](const std::vector<NDArray>& in) {
+            return concat({in[0], in[1]}, 0);
+          },
+      .reference =
+          [](const std::vector<Values>& x, const std::vector<Shape>&) {
+            Values y = x[0];
+            y.insert(y.end(), x[1].begin(), x[1].end());
+            return y;
+          },
+      .tolerance = 0,
+  });
+  cases.push_back({
+      .name = "stack (axis 0)",
+      .shapes =
+          [](Rng& rng) {
+            const Shape a = random_shape(rng, 0, 3, true);
+            return std::vector<Shape>{a, a};
+          },
+      .run =
+          [](const std::vector<NDArray>& in) {
+            return stack({in[0], in[1]}, 0);
+          },
+      .reference =
+          [](const std::vector<Values>& x, const std::vector<Shape>&) {
+            Values y = x[0];
+            y.insert(y.end(), x[1].begin(), x[1].end());
+            return y;
+          },
+      .tolerance = 0,
+  });
+  cases.push_back({
+      .name = "clip to [-0.5, 0.8]",
+      .shapes = [](Rng& rng) { return std::vector<Shape>{random_shape(rng, 1, 3, true)}; },
+      .run = [](const std::vector<NDArray>& in) { return clip(in[0], -0.5, 0.8); },
+      .reference =
+          [](const std::vector<Values>& x, const std::vector<Shape>&) {
+            return map1(x[0], [](double v) { return std::clamp(v, -0.5, 0.8); });
+          },
+  });
+  cases.push_back({
+      .name = "where",
+      .shapes =
+          [](Rng& rng) {
+            const Shape s = random_shape(rng, 1, 3, true);
+            return std::vector<Shape>{s, s};
+          },
+      .run =
+          [](const std::vector<NDArray>& in) {
+            return where(mask_for(in[0].shape(), in[0].context()), in[0], in[1]);
+          },
+      .reference =
+          [](const std::vector<Values>& x, const std::vector<Shape>&) {
+            Values y(x[0].size());
+            for (std::size_t i = 0; i < y.size(); ++i) y[i] = i % 3 == 0 ? x[0][i] : x[1][i];
+            return y;
+          },
+  });
+  cases.push_back(convolution(3, 1, 1));
+  cases.push_back(convolution(2, 2, 0));
+  cases.push_back({
+      .name = "max_pool2d 2x2 stride 2",
+      .shapes = [](Rng& rng) { return std::vector<Shape>{image_shape(rng, 2)}; },
+      .run =
+          [](const std::vector<NDArray>& in) {
+            return max_pool2d(in[0], {2, 2}, {2, 2});
+          },
+      .reference =
+          [](const std::vector<Values>& x, const std::vector<Shape>& s) {
+            return pool_reference(x[0], s[0], true, 2, 2, 0);
+          },
+  });
+  cases.push_back({
+      .name = "avg_pool2d 3x3 stride 1 padding 1",
+      .shapes = [](Rng& rng) { return std::vector<Shape>{image_shape(rng, 1)}; },
+      .run =
+          [](const std::vector<NDArray>& in) {
+            return avg_pool2d(in[0], {3, 3}, {1, 1}, {1, 1});
+          },
+      .reference =
+          [](const std::vector<Values>& x, const std::vector<Shape>& s) {
+            return pool_reference(x[0], s[0], false, 3, 1, 1);
+          },
+  });
+  cases.push_back({
+      .name = "batch_norm (training statistics)",
+      .shapes =
+          [](Rng& rng) {
+            const Shape x{draw(rng, 2, 4), draw(rng, 1, 3), draw(rng, 1, 3), draw(rng, 1, 3)};
+            return std::vector<Shape>{x, Shape{x[1]}, Shape{x[1]}};
+          },
+      .run =
+          [](const std::vector<NDArray>& in) {
+            const Context ctx = in[0].context();
+            const Shape channels{in[0].shape()[1]};
+            return batch_norm(in[0], in[1], in[2], zeros(channels, ctx), ones(channels, ctx),
+                              {.eps = 1e-5, .training = true});
+          },
+      .reference =
+          [](const std::vector<Values>& x, const std::vector<Shape>& s) {
+            return batch_norm_reference(x[0], s[0], x[1], x[2]);
+          },
+      .tolerance = 1e-4,
+  });
+  return cases;
+}
+
+}  // namespace tagflow::tools
