@@ -223,6 +223,71 @@ void check_ordering(const SelftestOptions& options, std::vector<SelftestResult>&
   }
 }
 
+/// Random arrays and dropout: the same seed gives the same values on every
+/// device (bit for bit, as cpu(0)'s), with the distribution asked for.
+void check_random(const SelftestOptions& options, std::vector<SelftestResult>& results) {
+  constexpr std::int64_t kCount = 1 << 14;
+  const auto moments = [](const std::vector<float>& v) {
+    double total = 0, squares = 0;
+    for (float x : v) total += x;
+    const double mean = total / static_cast<double>(v.size());
+    for (float x : v) squares += (x - mean) * (x - mean);
+    return std::pair{mean, std::sqrt(squares / static_cast<double>(v.size()))};
+  };
+  const std::uint64_t seed = options.seed + 17;
+  const std::vector<float> uniform_on_cpu =
+      random::uniform(-1, 3, {kCount}, seed, cpu(0)).to_vector<float>();
+  const std::vector<float> normal_on_cpu =
+      random::normal(2, 0.5, {kCount}, seed, cpu(0)).to_vector<float>();
+  const std::vector<float> dropout_on_cpu =
+      dropout(ones({kCount}, cpu(0)), 0.25, true, seed).to_vector<float>();
+  for (Context ctx : operator_devices(options)) {
+    SelftestResult result{.check = "random: uniform, normal, dropout (same seed, same values)",
+                          .device = ctx.str(),
+                          .cases = 3};
+    try {
+      const std::vector<float> u = random::uniform(-1, 3, {kCount}, seed, ctx).to_vector<float>();
+      const std::vector<float> n = random::normal(2, 0.5, {kCount}, seed, ctx).to_vector<float>();
+      const std::vector<float> d =
+          dropout(ones({kCount}, ctx), 0.25, true, seed).to_vector<float>();
+      const auto [u_mean, u_std] = moments(u);
+      const auto [n_mean, n_std] = moments(n);
+      const double dropped = static_cast<double>(std::count(d.begin(), d.end(), 0.f)) / kCount;
+      const bool kept_scaled = std::all_of(
+          d.begin(), d.end(), [](float v) { return v == 0.f || std::abs(v - 1 / 0.75f) < 1e-6f; });
+      // Five standard errors of each statistic.
+      const std::pair<bool, std::string> facts[] = {
+          {u == uniform_on_cpu, "uniform values differ from cpu(0)'s for the same seed"},
+          {n == normal_on_cpu, "normal values differ from cpu(0)'s for the same seed"},
+          {d == dropout_on_cpu, "the dropout mask differs from cpu(0)'s for the same seed"},
+          {std::all_of(u.begin(), u.end(), [](float v) { return v >= -1 && v < 3; }),
+           "a uniform value outside [-1, 3)"},
+          {std::abs(u_mean - 1) < 5 * 1.1547 / std::sqrt(kCount),
+           fmt::format("uniform mean {}, expected 1", u_mean)},
+          {std::abs(u_std - 1.1547) < 0.03,
+           fmt::format("uniform deviation {}, expected 1.1547", u_std)},
+          {std::abs(n_mean - 2) < 5 * 0.5 / std::sqrt(kCount),
+           fmt::format("normal mean {}, expected 2", n_mean)},
+          {std::abs(n_std - 0.5) < 0.015, fmt::format("normal deviation {}, expected 0.5", n_std)},
+          {std::abs(dropped - 0.25) < 5 * std::sqrt(0.25 * 0.75 / kCount),
+           fmt::format("dropout dropped {} of the elements, expected 0.25", dropped)},
+          {kept_scaled, "dropout kept an element without scaling it by 1 / (1 - p)"},
+      };
+      for (const auto& [holds, what] : facts) {
+        if (!holds && result.passed) {
+          result.passed = false;
+          result.worst = std::numeric_limits<double>::infinity();
+          result.detail = what;
+        }
+      }
+    } catch (const std::exception& e) {
+      result.passed = false;
+      result.detail = e.what();
+    }
+    results.push_back(std::move(result));
+  }
+}
+
 std::vector<SelftestResult> run_checks_and_memory(const SelftestOptions& options) {
   std::vector<SelftestResult> results;
   const std::vector<Context> devices = copy_devices();
@@ -230,6 +295,7 @@ std::vector<SelftestResult> run_checks_and_memory(const SelftestOptions& options
   std::vector<std::uint64_t> before;
   for (Context ctx : devices) before.push_back(memory_stats(ctx).in_use);
   check_operators(options, results);
+  check_random(options, results);
   check_copies(options, results);
   check_ordering(options, results);
   try {

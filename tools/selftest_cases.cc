@@ -623,6 +623,183 @@ std::vector<OperatorCase> operator_cases() {
           },
       .tolerance = 1e-4,
   });
+  cases.push_back({
+      .name = "comparisons (broadcast; all six)",
+      .shapes = broadcast_pair,
+      .run =
+          [](const std::vector<NDArray>& in) {
+            const NDArray& a = in[0];
+            const NDArray& b = in[1];
+            return equal(a, b) + 2.0 * not_equal(a, b) + 4.0 * lesser(a, b) +
+                   8.0 * lesser_equal(a, b) + 16.0 * greater(a, b) + 32.0 * greater_equal(a, b) +
+                   64.0 * equal(a, a);
+          },
+      .reference =
+          [](const std::vector<Values>& x, const std::vector<Shape>& s) {
+            return broadcast2(x[0], s[0], x[1], s[1], [](double a, double b) {
+              return (a == b) + 2.0 * (a != b) + 4.0 * (a < b) + 8.0 * (a <= b) + 16.0 * (a > b) +
+                     32.0 * (a >= b) + 64.0;
+            });
+          },
+      .gradient = false,
+      .tolerance = 0,
+  });
+  cases.push_back({
+      .name = "matmul (b, m, k) x (k, n), batch broadcast",
+      .shapes =
+          [](Rng& rng) {
+            const std::int64_t b = draw(rng, 1, 3), m = extent(rng, false), k = extent(rng, false),
+                               n = extent(rng, false);
+            return std::vector<Shape>{Shape{b, m, k}, Shape{k, n}};
+          },
+      .run = [](const std::vector<NDArray>& in) { return matmul(in[0], in[1]); },
+      .reference =
+          [](const std::vector<Values>& x, const std::vector<Shape>& s) {
+            const std::int64_t b = s[0][0], m = s[0][1], k = s[0][2], n = s[1][1];
+            Values y;
+            for (std::int64_t i = 0; i < b; ++i) {
+              const Values part = matmul(x[0], x[1], m, k, n, static_cast<std::size_t>(i * m * k));
+              y.insert(y.end(), part.begin(), part.end());
+            }
+            return y;
+          },
+      .tolerance = 5e-5,
+  });
+  cases.push_back({
+      .name = "one_hot (depth 6, indices truncated)",
+      .shapes = [](Rng& rng) { return std::vector<Shape>{Shape{extent(rng, true)}}; },
+      .run = [](const std::vector<NDArray>& in) { return one_hot(in[0], 6); },
+      .reference =
+          [](const std::vector<Values>& x, const std::vector<Shape>&) {
+            Values y(x[0].size() * 6, 0.0);
+            for (std::size_t i = 0; i < x[0].size(); ++i) {
+              const auto index = static_cast<std::int64_t>(std::trunc(x[0][i]));
+              if (index >= 0 && index < 6) y[i * 6 + static_cast<std::size_t>(index)] = 1;
+            }
+            return y;
+          },
+      .low = -1,
+      .high = 7,
+      .gradient = false,
+      .tolerance = 0,
+  });
+  cases.push_back({
+      .name = "astype float32 to uint8 (truncated, saturated)",
+      .shapes = [](Rng& rng) { return std::vector<Shape>{random_shape(rng, 1, 3, true)}; },
+      .run = [](const std::vector<NDArray>& in) { return in[0].astype(DType::kUInt8); },
+      .reference =
+          [](const std::vector<Values>& x, const std::vector<Shape>&) {
+            return map1(x[0], [](double v) { return std::clamp(std::trunc(v), 0.0, 255.0); });
+          },
+      .low = -20,
+      .high = 300,
+      .gradient = false,
+      .tolerance = 0,
+  });
+  cases.push_back({
+      .name = "astype float32 to int32 and back",
+      .shapes = [](Rng& rng) { return std::vector<Shape>{random_shape(rng, 1, 3, true)}; },
+      .run =
+          [](const std::vector<NDArray>& in) {
+            return in[0].astype(DType::kInt32).astype(DType::kFloat32);
+          },
+      .reference =
+          [](const std::vector<Values>& x, const std::vector<Shape>&) {
+            return map1(x[0], [](double v) { return std::trunc(v); });
+          },
+      .low = -1000,
+      .high = 1000,
+      .gradient = false,
+      .tolerance = 0,
+  });
+  cases.push_back({
+      .name = "views: slice, reshape, expand_dims, squeeze",
+      .shapes =
+          [](Rng& rng) {
+            return std::vector<Shape>{Shape{draw(rng, 2, 7), extent(rng, false)}};
+          },
+      .run =
+          [](const std::vector<NDArray>& in) {
+            const std::int64_t rows = in[0].shape()[0];
+            return in[0].slice(1, rows).reshape({-1}).expand_dims(0).squeeze(0) * 3.0;
+          },
+      .reference =
+          [](const std::vector<Values>& x, const std::vector<Shape>& s) {
+            Values y(x[0].begin() + s[0][1], x[0].end());
+            for (double& v : y) v *= 3;
+            return y;
+          },
+  });
+  cases.push_back({
+      .name = "sgd_update x3 (momentum, decay, clipping)",
+      .shapes =
+          [](Rng& rng) {
+            const Shape s = random_shape(rng, 1, 2, true);
+            return std::vector<Shape>{s, s};
+          },
+      .run =
+          [](const std::vector<NDArray>& in) {
+            NDArray weight = in[0].copyto(in[0].context());
+            NDArray momentum = zeros_like(weight);
+            for (int step = 0; step < 3; ++step) {
+              sgd_update(weight, in[1], momentum,
+                         {.learning_rate = 0.1,
+                          .momentum = 0.9,
+                          .weight_decay = 0.01,
+                          .rescale_grad = 0.5,
+                          .clip_gradient = 0.8});
+            }
+            return weight;
+          },
+      .reference =
+          [](const std::vector<Values>& x, const std::vector<Shape>&) {
+            Values w = x[0], m(w.size(), 0.0);
+            for (int step = 0; step < 3; ++step) {
+              for (std::size_t i = 0; i < w.size(); ++i) {
+                const double g = std::clamp(0.5 * x[1][i], -0.8, 0.8) + 0.01 * w[i];
+                m[i] = 0.9 * m[i] - 0.1 * g;
+                w[i] += m[i];
+              }
+            }
+            return w;
+          },
+      .gradient = false,
+  });
+  cases.push_back({
+      .name = "adam_update x3 (bias correction, decay)",
+      .shapes =
+          [](Rng& rng) {
+            const Shape s = random_shape(rng, 1, 2, true);
+            return std::vector<Shape>{s, s};
+          },
+      .run =
+          [](const std::vector<NDArray>& in) {
+            NDArray weight = in[0].copyto(in[0].context());
+            NDArray mean = zeros_like(weight);
+            NDArray variance = zeros_like(weight);
+            for (int step = 1; step <= 3; ++step) {
+              adam_update(weight, in[1], mean, variance,
+                          {.learning_rate = 0.01, .weight_decay = 0.01}, step);
+            }
+            return weight;
+          },
+      .reference =
+          [](const std::vector<Values>& x, const std::vector<Shape>&) {
+            Values w = x[0], m(w.size(), 0.0), v(w.size(), 0.0);
+            for (int t = 1; t <= 3; ++t) {
+              const double correction = std::sqrt(1 - std::pow(0.999, t)) / (1 - std::pow(0.9, t));
+              for (std::size_t i = 0; i < w.size(); ++i) {
+                const double g = x[1][i] + 0.01 * w[i];
+                m[i] = 0.9 * m[i] + 0.1 * g;
+                v[i] = 0.999 * v[i] + 0.001 * g * g;
+                w[i] -= 0.01 * correction * m[i] / (std::sqrt(v[i]) + 1e-8);
+              }
+            }
+            return w;
+          },
+      .gradient = false,
+      .tolerance = 1e-4,
+  });
   return cases;
 }
 
