@@ -4,7 +4,8 @@
 // double-precision reference on the host, on random shapes (broadcasting,
 // odd and empty sizes); copies between every pair of devices; the order of
 // work on each device's queues (compute and copy streams, waits across
-// them); memory back to where it started. A table on stdout (or JSON lines),
+// them); the sum of an array over every GPU (NCCL on real GPUs); memory back
+// to where it started. A table on stdout (or JSON lines),
 // and a non-zero exit status on any mismatch.
 
 #include <cstdint>

@@ -49,10 +49,18 @@ TEST(SelftestTest, EveryCheckPassesOnCpuDevicesAndSimulatedGpus) {
             static_cast<long>(copy_devices * (copy_devices - 1)));
   ASSERT_NE(find(results, "copy", "gpu(1) -> cpu_pinned(0)"), nullptr);
   ASSERT_NE(find(results, "memory back to where it started", "gpu(0)"), nullptr);
-  const SelftestResult* nccl = find(results, "NCCL sums between GPUs", "every GPU");
-  ASSERT_NE(nccl, nullptr);
-  EXPECT_TRUE(nccl->skipped);
-  EXPECT_EQ(nccl->detail, "needs two real GPUs");
+  const SelftestResult* sums =
+      find(results, "sums across GPUs (engine copies; NCCL on real GPUs)", "1 GPUs");
+  ASSERT_NE(sums, nullptr);
+  EXPECT_TRUE(sums->skipped) << "one GPU among the devices checked";
+  EXPECT_EQ(sums->detail, "needs two GPUs");
+  const std::vector<SelftestResult> two =
+      run_selftest_checks({.devices = {gpu(0), gpu(1)}, .trials = 1});
+  const SelftestResult* summed =
+      find(two, "sums across GPUs (engine copies; NCCL on real GPUs)", "2 GPUs");
+  ASSERT_NE(summed, nullptr);
+  EXPECT_TRUE(summed->passed && !summed->skipped) << summed->detail;
+  EXPECT_EQ(summed->cases, 2 * 10007);
 }
 
 /// exp, as a custom operator whose kernel gets element 3 wrong by `error`
