@@ -29,11 +29,11 @@
 // reads wait for the work itself (Note [Completion on device queues] in
 // DESIGN.md). On a simulated GPU the `cpu` function runs as that device's
 // kernel, in stream order: an exception thrown there is a device fault, as
-// a faulting kernel is on a real GPU (Note [Simulated CUDA rules]). An
-// operator without a `cuda` function refuses GPU inputs, simulated or real,
-// unless `host_fallback` is set: it then copies the inputs to cpu(0), runs
-// the `cpu` function there and copies the outputs back (three engine
-// operations; gradients flow through the copies).
+// a faulting kernel is on a real GPU (Note [Simulated CUDA rules] in
+// engine/detail/sim_runtime.h). An operator without a `cuda` function
+// refuses GPU inputs, simulated or real, unless `host_fallback` is set: it
+// then copies the inputs to cpu(0), runs the `cpu` function there and copies
+// the outputs back (engine copies; gradients flow through them).
 
 #include <cstdint>
 #include <functional>
