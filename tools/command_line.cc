@@ -2,11 +2,16 @@
 
 #include <unistd.h>
 
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 
 #include "tagflow/dist.h"
@@ -21,6 +26,153 @@
 #include "tools/train.h"
 
 namespace tagflow::tools {
+
+namespace {
+
+// Note [Checks of numbers on the command line]
+// CLI11's Range prints its bounds with std::to_string, so a check against
+// std::numeric_limits<double> answered `--lr abc` with a 300-digit range, and
+// an option without a check said "Could not convert". The checks below run
+// on the text before CLI11 converts it (a value they accept always
+// converts), and say what the option expected and what came, as every
+// tagflow message does; CLI11 puts the option's name in front:
+// "--lr: expected a positive number, got 'abc'".
+
+/// `text` as a finite number, all of it; none for anything else.
+std::optional<double> as_number(const std::string& text) {
+  double value = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (error != std::errc() || stop != end || !std::isfinite(value)) return std::nullopt;
+  return value;
+}
+
+/// `text` as a decimal integer of type T, all of it; none for anything else
+/// (a fraction, a sign T cannot hold, a value T cannot hold).
+template <typename T>
+std::optional<T> as_integer(const std::string& text) {
+  T value = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (error != std::errc() || stop != end) return std::nullopt;
+  return value;
+}
+
+/// A check that accepts what `accepts` accepts and otherwise says
+/// "expected <expected>, got '<text>'"; `description` is what --help shows
+/// after the type, e.g. INT:[1, 256].
+CLI::Validator check_text(const std::string& description, const std::string& expected,
+                          std::function<bool(const std::string&)> accepts) {
+  return CLI::Validator(
+      [expected, accepts = std::move(accepts)](std::string& text) {
+        return accepts(text) ? std::string() : fmt::format("expected {}, got '{}'", expected, text);
+      },
+      description);
+}
+
+CLI::Validator positive_number() {
+  return check_text("POSITIVE", "a positive number", [](const std::string& text) {
+    const std::optional<double> x = as_number(text);
+    return x && *x > 0;
+  });
+}
+
+CLI::Validator number_in(double low, double high) {
+  const std::string range = fmt::format("[{}, {}]", low, high);
+  return check_text(range, "a number in " + range, [low, high](const std::string& text) {
+    const std::optional<double> x = as_number(text);
+    return x && *x >= low && *x <= high;
+  });
+}
+
+template <typename T>
+CLI::Validator integer_in(T low, T high) {
+  const std::string range = fmt::format("[{}, {}]", low, high);
+  return check_text(range, "an integer in " + range, [low, high](const std::string& text) {
+    const std::optional<T> n = as_integer<T>(text);
+    return n && *n >= low && *n <= high;
+  });
+}
+
+template <typename T>
+CLI::Validator integer_at_least(T low) {
+  const std::string description = low == 0   ? "NONNEGATIVE"
+                                  : low == 1 ? "POSITIVE"
+                                             : fmt::format(">= {}", low);
+  return check_text(description, fmt::format("an integer at least {}", low),
+                    [low](const std::string& text) {
+                      const std::optional<T> n = as_integer<T>(text);
+                      return n && *n >= low;
+                    });
+}
+
+/// A rate of `tagflow stress`: a probability in [0, 1] such as 0.02, or a
+/// percentage such as 2%, rewritten into the whole percent that stress::Mix
+/// holds (a finer probability is refused rather than rounded).
+CLI::Validator probability_in_percent() {
+  return CLI::Validator(
+      [](std::string& text) {
+        std::optional<int> percent;
+        if (!text.empty() && text.back() == '%') {
+          percent = as_integer<int>(text.substr(0, text.size() - 1));
+          if (percent && (*percent < 0 || *percent > 100)) percent.reset();
+        } else if (const std::optional<double> p = as_number(text); p && *p >= 0 && *p <= 1) {
+          const double whole = std::round(*p * 100);
+          if (std::abs(*p * 100 - whole) > 1e-9) {
+            return fmt::format(
+                "expected a probability in steps of 0.01 (whole percents), such as 0.02, got '{}'",
+                text);
+          }
+          percent = static_cast<int>(whole);
+        }
+        if (!percent) {
+          return fmt::format(
+              "expected a probability in [0, 1] such as 0.02, or a percentage such as 2%, got "
+              "'{}'",
+              text);
+        }
+        text = std::to_string(*percent);
+        return std::string();
+      },
+      "");
+}
+
+/// Adds the rate `name` of `tagflow stress`, held in whole percents by
+/// `percent` and given as a probability (probability_in_percent).
+void add_rate(CLI::App& app, const std::string& name, int& percent, const std::string& help) {
+  app.add_option(name, percent, help + " (0 to 1, or a percentage such as 2%)")
+      ->transform(probability_in_percent())
+      ->type_name("PROBABILITY")
+      ->default_str(fmt::format("{}", percent / 100.0));
+}
+
+/// After CLI11 found something required missing: when it is a subcommand
+/// (of the application, or of `bench`), throws an error that names the
+/// unknown word given in its place, or says that none was given, and lists
+/// the known subcommands. CLI11 itself says "A subcommand is required" in
+/// both cases.
+void check_subcommand_given(const CLI::App& app) {
+  const CLI::App* level = &app;
+  while (!level->get_subcommands().empty()) level = level->get_subcommands().front();
+  if (level->get_require_subcommand_min() == 0) return;
+  std::vector<std::string> known;
+  for (const CLI::App* sub : level->get_subcommands([](const CLI::App*) { return true; })) {
+    known.push_back(sub->get_name());
+  }
+  const std::string prefix = level == &app ? "" : level->get_name() + ": ";
+  for (const std::string& word : level->remaining()) {
+    if (!word.empty() && word.front() != '-') {
+      throw CLI::ExtrasError(fmt::format("{}unknown subcommand '{}'; expected one of {}", prefix,
+                                         word, fmt::join(known, ", ")),
+                             CLI::ExitCodes::ExtrasError);
+    }
+  }
+  throw CLI::RequiredError(
+      fmt::format("{}a subcommand is required: one of {}", prefix, fmt::join(known, ", ")),
+      CLI::ExitCodes::RequiredError);
+}
+
+}  // namespace
 
 /// The CLI11 application and the values its options fill in.
 struct CommandLine::Parts {
@@ -84,8 +236,9 @@ CommandLine::Parts::Parts() {
       ->add_option("--trials", selftest_options.trials,
                    "Random shapes and values per operator and device")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(integer_at_least(1));
   selftest->add_option("--seed", selftest_options.seed, "Seed of the shapes and values")
+      ->check(integer_at_least<std::uint64_t>(0))
       ->capture_default_str();
   selftest->add_flag("--json", selftest_options.json, "One JSON line per check instead of a table");
 
@@ -97,17 +250,20 @@ CommandLine::Parts::Parts() {
   train
       ->add_option("--devices", train_devices,
                    "Devices the batch is split across: all (every GPU, else cpu:0), or a list "
-                   "such as gpu:0,gpu:1 or cpu:0,cpu:1")
+                   "such as gpu:0,gpu:1 or cpu:0,cpu:1 (cpu:N are logical devices, each with "
+                   "its own worker: any N is accepted, whatever the number of cores)")
       ->capture_default_str();
   train->add_option("--epochs", train_options.epochs, "Epochs (0: evaluate only)")
-      ->check(CLI::Range(0, 100000))
+      ->check(integer_in(0, 100000))
       ->capture_default_str();
   train->add_option("--batch-size", train_options.batch_size, "Samples per batch")
-      ->check(CLI::Range(1L, 1'000'000L))
+      ->check(integer_in<std::int64_t>(1, 1'000'000))
       ->capture_default_str();
-  train->add_option("--lr", train_options.learning_rate, "Learning rate")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  train
+      ->add_option("--lr", train_options.learning_rate,
+                   fmt::format("Learning rate (default: {} with sgd, {} with adam)",
+                               default_learning_rate("sgd"), default_learning_rate("adam")))
+      ->check(positive_number());
   train->add_option("--optimizer", train_options.optimizer, "Optimizer")
       ->check(CLI::IsMember({"sgd", "adam"}))
       ->capture_default_str();
@@ -117,12 +273,13 @@ CommandLine::Parts::Parts() {
   train->add_option("--save", save_path, "Write the trained parameters to this file");
   train->add_option("--load", load_path, "Start from the parameters of this file");
   train->add_option("--seed", train_options.seed, "Seed of the initial parameters and shuffle")
+      ->check(integer_at_least<std::uint64_t>(0))
       ->capture_default_str();
   train->add_option("--workers", train_options.num_workers, "Data loader threads")
-      ->check(CLI::Range(0, 64))
+      ->check(integer_in(0, 64))
       ->capture_default_str();
   train->add_option("--limit", train_options.limit, "Train on the first N images only (0: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(integer_at_least<std::int64_t>(0));
   train->add_option("--profile", profile_path,
                     "Write a Chrome trace (chrome://tracing, Perfetto) of batches 5-9 here");
   train->add_flag("--no-progress", no_progress, "No progress bar");
@@ -136,12 +293,12 @@ CommandLine::Parts::Parts() {
   train
       ->add_option("--dist-timeout", dist_timeout,
                    "Seconds a collective may take before the run ends with an error")
-      ->check(CLI::Range(0.001, 1e6))
+      ->check(number_in(0.001, 1e6))
       ->capture_default_str();
   train
       ->add_option("--bucket-kb", bucket_kb,
                    "With --dist mpi: gradients travel in messages of about this many KiB")
-      ->check(CLI::Range(std::int64_t{1}, dist::kMaxMessageBytes >> 10))
+      ->check(integer_in<std::int64_t>(1, dist::kMaxMessageBytes >> 10))
       ->capture_default_str();
 
   profile = app.add_subcommand(
@@ -155,15 +312,15 @@ CommandLine::Parts::Parts() {
   bench_engine = bench->add_subcommand(
       "engine", "Engine overhead on the four yardstick workloads, verified against a serial loop");
   bench_engine->add_option("--ops", engine_options.ops, "Operations per workload")
-      ->check(CLI::Range(1L, 1'000'000'000L))
+      ->check(integer_in<std::int64_t>(1, 1'000'000'000))
       ->capture_default_str();
   bench_engine
       ->add_option("--workers", engine_options.workers,
                    "Worker threads of cpu(0) (default: TAGFLOW_CPU_WORKERS or cores)")
-      ->check(CLI::Range(1, 1024));
+      ->check(integer_in(1, 1024));
   bench_engine
       ->add_option("--runs", engine_options.runs, "Runs per workload; the median is reported")
-      ->check(CLI::Range(1, 1000))
+      ->check(integer_in(1, 1000))
       ->capture_default_str();
   bench_engine->add_option("--workload", engine_options.workloads, "Workloads to run")
       ->check(CLI::IsMember(engine_workloads()))
@@ -180,16 +337,16 @@ CommandLine::Parts::Parts() {
       ->delimiter(',')
       ->capture_default_str();
   bench_ops->add_option("--runs", ops_options.runs, "Runs per case; the median is reported")
-      ->check(CLI::Range(1, 1000))
+      ->check(integer_in(1, 1000))
       ->capture_default_str();
   bench_ops->add_option("--ops", ops_options.small_ops, "Operations per small-add run")
-      ->check(CLI::Range(1L, 1'000'000'000L))
+      ->check(integer_in<std::int64_t>(1, 1'000'000'000))
       ->capture_default_str();
   bench_ops->add_option("--size", ops_options.gemm_size, "Matrix size of the gemm case")
-      ->check(CLI::Range(1, 16384))
+      ->check(integer_in(1, 16384))
       ->capture_default_str();
   bench_ops->add_option("--products", ops_options.products, "Matrix products of sync-log")
-      ->check(CLI::Range(1, 1'000'000))
+      ->check(integer_in(1, 1'000'000))
       ->capture_default_str();
   bench_ops->add_option("--device", ops_device, "Device of small-add and sync-log, e.g. gpu:0")
       ->capture_default_str();
@@ -201,16 +358,16 @@ CommandLine::Parts::Parts() {
                    "A device list to train on (repeatable; default: one device, then two)")
       ->take_all();
   bench_train->add_option("--epochs", train_bench.epochs, "Epochs per configuration")
-      ->check(CLI::Range(1, 1000))
+      ->check(integer_in(1, 1000))
       ->capture_default_str();
   bench_train->add_option("--batch-size", train_bench.batch_size, "Samples per batch")
-      ->check(CLI::Range(1L, 1'000'000L))
+      ->check(integer_in<std::int64_t>(1, 1'000'000))
       ->capture_default_str();
   bench_train->add_option("--lr", train_bench.learning_rate, "Learning rate")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   bench_train->add_option("--limit", train_bench.limit, "Train on the first N images only (0: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(integer_at_least<std::int64_t>(0));
   bench_train->add_option("--data", train_bench.data_dir, "Directory of the Fashion-MNIST files");
   bench_train->add_option("--pytorch", train_bench.pytorch_script,
                           "The PyTorch script to run alongside (tools/pytorch_train.py)");
@@ -224,68 +381,50 @@ CommandLine::Parts::Parts() {
   stress
       ->add_option("--devices", stress_devices,
                    "Devices the variables live on: all (cpu:0, cpu:1 and every GPU) or a list "
-                   "such as cpu:0,gpu:0,gpu:1")
+                   "such as cpu:0,gpu:0,gpu:1 (cpu:N are logical devices, each with its own "
+                   "worker: any N is accepted, whatever the number of cores)")
       ->capture_default_str();
   stress->add_option("--clients", stress_options.clients, "Threads pushing work")
-      ->check(CLI::Range(1, 256))
+      ->check(integer_in(1, 256))
       ->capture_default_str();
   stress
       ->add_option("--completers", stress_options.completers,
                    "Threads completing asynchronous operations")
-      ->check(CLI::Range(1, 64))
+      ->check(integer_in(1, 64))
       ->capture_default_str();
   stress->add_option("--vars", stress_options.slots, "Variables per client")
-      ->check(CLI::Range(2, 100000))
+      ->check(integer_in(2, 100000))
       ->capture_default_str();
   stress->add_option("--round", stress_options.round_steps, "Steps per client between checks")
-      ->check(CLI::Range(1, 1 << 24))
+      ->check(integer_in(1, 1 << 24))
       ->capture_default_str();
   stress->add_option("--steps", stress_options.steps, "Steps in all (over every client)")
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 50))
+      ->check(integer_in<std::uint64_t>(1, std::uint64_t{1} << 50))
       ->capture_default_str();
   stress
       ->add_option("--duration", stress_duration,
                    "Stop after this many seconds (0: when --steps are done)")
-      ->check(CLI::Range(0.0, 1e7));
-  stress->add_option("--seed", stress_options.seed, "Seed of the workload")->capture_default_str();
-  stress
-      ->add_option("--copy-rate", stress_options.mix.copy,
-                   "Percent of steps copying between devices")
-      ->check(CLI::Range(0, 100))
+      ->check(number_in(0, 1e7));
+  stress->add_option("--seed", stress_options.seed, "Seed of the workload")
+      ->check(integer_at_least<std::uint64_t>(0))
       ->capture_default_str();
-  stress
-      ->add_option("--alloc-rate", stress_options.mix.allocate,
-                   "Percent of steps allocating an array")
-      ->check(CLI::Range(0, 100))
-      ->capture_default_str();
-  stress
-      ->add_option("--delete-rate", stress_options.mix.remove,
-                   "Percent of steps deleting a variable with pending work")
-      ->check(CLI::Range(0, 100))
-      ->capture_default_str();
-  stress
-      ->add_option("--async-rate", stress_options.mix.async,
-                   "Percent of operations completed from another thread")
-      ->check(CLI::Range(0, 100))
-      ->capture_default_str();
-  stress
-      ->add_option("--priority-rate", stress_options.mix.priority,
-                   "Percent of operations with a priority")
-      ->check(CLI::Range(0, 100))
-      ->capture_default_str();
-  stress
-      ->add_option("--fail-rate", stress_options.mix.fail,
-                   "Percent of operations that fail (injected)")
-      ->check(CLI::Range(0, 100))
-      ->capture_default_str();
-  stress
-      ->add_option("--oom-rate", stress_options.mix.alloc_fail,
-                   "Percent of allocations asking for more than the memory limit (injected)")
-      ->check(CLI::Range(0, 100))
-      ->capture_default_str();
+  add_rate(*stress, "--copy-rate", stress_options.mix.copy,
+           "Probability that a step copies between devices");
+  add_rate(*stress, "--alloc-rate", stress_options.mix.allocate,
+           "Probability that a step allocates an array");
+  add_rate(*stress, "--delete-rate", stress_options.mix.remove,
+           "Probability that a step deletes a variable with pending work");
+  add_rate(*stress, "--async-rate", stress_options.mix.async,
+           "Probability that an operation is completed from another thread");
+  add_rate(*stress, "--priority-rate", stress_options.mix.priority,
+           "Probability that an operation has a priority");
+  add_rate(*stress, "--fail-rate", stress_options.mix.fail,
+           "Probability that an operation fails (injected)");
+  add_rate(*stress, "--oom-rate", stress_options.mix.alloc_fail,
+           "Probability that an allocation asks for more than the memory limit (injected)");
   stress->add_flag("--faults", stress_faults,
-                   "Inject faults at the default rates: 2% of operations fail, 25% of allocations "
-                   "run out of memory");
+                   "Inject faults at the default rates: 2% of operations fail (--fail-rate 0.02), "
+                   "25% of allocations run out of memory (--oom-rate 0.25)");
   stress->add_flag("--hang", stress_options.hang,
                    "Inject an asynchronous operation that never completes: the watchdog names it "
                    "and the run exits with status 3");
@@ -293,12 +432,12 @@ CommandLine::Parts::Parts() {
       ->add_option("--watchdog", stress_options.watchdog_seconds,
                    "Seconds without a completed operation before the dependency state is "
                    "printed and the run stops")
-      ->check(CLI::Range(0.001, 1e6))
+      ->check(number_in(0.001, 1e6))
       ->capture_default_str();
   stress
       ->add_option("--memory-limit-mb", stress_memory_mb,
                    "Memory limit of each device during the run")
-      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 30))
+      ->check(integer_in<std::uint64_t>(1, std::uint64_t{1} << 30))
       ->capture_default_str();
   stress->add_flag("--json", stress_json, "A JSON line after the report");
 }
@@ -309,7 +448,12 @@ CommandLine::~CommandLine() = default;
 
 void CommandLine::parse(int argc, const char* const* argv) {
   Parts& p = *parts_;
-  p.app.parse(argc, argv);
+  try {
+    p.app.parse(argc, argv);
+  } catch (const CLI::RequiredError&) {
+    check_subcommand_given(p.app);
+    throw;
+  }
   if (p.train->parsed()) {
     // Training is a chain of operations that each use every core (oneTBB
     // loops, the BLAS's threads): one worker per CPU device does not
@@ -325,6 +469,9 @@ void CommandLine::parse(int argc, const char* const* argv) {
     p.train_options.progress = !p.no_progress;
     p.train_options.json = p.train_json;
     p.train_options.bucket_bytes = p.bucket_kb << 10;
+    if (p.train->count("--lr") == 0) {
+      p.train_options.learning_rate = default_learning_rate(p.train_options.optimizer);
+    }
   }
   if (p.selftest->parsed() && p.selftest_devices != "all") {
     p.selftest_options.devices = parse_devices(p.selftest_devices, "selftest");
@@ -422,6 +569,7 @@ int CommandLine::run() {
   if (p.profile->parsed()) {
     std::filesystem::path html = p.profile_html;
     if (html.empty()) html = std::filesystem::path(p.profile_trace).replace_extension(".html");
+    check_output_file(html, "profile: --html");
     run_profile(p.profile_trace, html);
     return 0;
   }

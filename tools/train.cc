@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
@@ -50,29 +52,87 @@ double sum_on_host(const std::vector<NDArray>& values) {
   return total;
 }
 
-/// "[=========>          ]  120/235" on stderr, redrawn in place.
-void draw_progress(std::int64_t done, std::int64_t total) {
-  constexpr int kWidth = 30;
-  const int filled = total > 0 ? static_cast<int>(kWidth * done / total) : kWidth;
-  std::string bar(static_cast<std::size_t>(filled), '=');
-  if (filled < kWidth) bar += '>';
-  bar.resize(kWidth, ' ');
-  fmt::print(stderr, "\r[{}] {:>5}/{}", bar, done, total);
-  std::fflush(stderr);
+/// "1:05" or "2:01:05".
+std::string clock_text(double seconds) {
+  const auto s = static_cast<std::int64_t>(std::llround(seconds));
+  if (s < 3600) return fmt::format("{}:{:02}", s / 60, s % 60);
+  return fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
 }
 
-void clear_progress() {
-  fmt::print(stderr, "\r{:50}\r", "");
-  std::fflush(stderr);
-}
+// Note [How often the progress line waits]
+// The training loop keeps the loss on the device and waits once per epoch.
+// The progress line shows the running mean loss, which costs a wait for the
+// batches in flight each time it is read, so the line is redrawn (and the
+// loss read) at most every kRedrawSeconds, not after every batch.
+constexpr double kRedrawSeconds = 0.5;
+
+/// The progress line on stderr, redrawn in place (format_progress).
+class ProgressLine {
+ public:
+  /// Draws nothing unless `enabled` (stderr is a terminal, and asked for).
+  ProgressLine(bool enabled, int epochs) : enabled_(enabled) { progress_.epochs = epochs; }
+  ~ProgressLine() { clear(); }
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+
+  /// Starts `phase` ("train", "test") of `epoch` (from 1), of `total` batches.
+  void start(int epoch, const char* phase, std::int64_t total) {
+    progress_.epoch = epoch;
+    progress_.phase = phase;
+    progress_.total = total;
+    start_ = last_draw_ = Clock::now();
+  }
+
+  /// After `done` batches of the phase, `images` in all. Redraws when the
+  /// last drawing is kRedrawSeconds old; only then calls `loss` (the
+  /// running mean loss, a wait for the device; null: none shown).
+  void update(std::int64_t done, std::int64_t images, const std::function<double()>& loss) {
+    if (!enabled_) return;
+    const Clock::time_point now = Clock::now();
+    if (std::chrono::duration<double>(now - last_draw_).count() < kRedrawSeconds) return;
+    last_draw_ = now;
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    progress_.done = done;
+    progress_.loss = loss ? loss() : -1;
+    progress_.images_per_second = elapsed > 0 ? static_cast<double>(images) / elapsed : 0;
+    progress_.seconds_left =
+        done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(progress_.total - done)
+                 : -1;
+    const std::string line = format_progress(progress_);
+    // Pads over what is left of a longer line drawn before.
+    fmt::print(stderr, "\r{:<{}}", line, std::max(line.size(), width_));
+    std::fflush(stderr);
+    width_ = line.size();
+  }
+
+  /// Removes the line, if one is drawn (before a line of results).
+  void clear() {
+    if (width_ == 0) return;
+    fmt::print(stderr, "\r{:{}}\r", "", width_);
+    std::fflush(stderr);
+    width_ = 0;
+  }
+
+ private:
+  bool enabled_;
+  Progress progress_;
+  Clock::time_point start_ = Clock::now();
+  Clock::time_point last_draw_ = start_;
+  std::size_t width_ = 0;  ///< of the line on the screen; 0: none
+};
+
+/// After each batch of an evaluation: the batches and samples so far.
+using BatchCallback = std::function<void(std::int64_t batches, std::int64_t samples)>;
 
 /// The samples of `loader` that `net` classifies right, and how many there
 /// are, each batch split across `devices`.
 std::pair<double, double> evaluate(nn::Block& net, data::DataLoader& loader,
-                                   const std::vector<Context>& devices) {
+                                   const std::vector<Context>& devices,
+                                   const BatchCallback& on_batch) {
   std::vector<NDArray> correct;
   for (Context c : devices) correct.push_back(zeros({1}, DType::kFloat32, c));
   std::int64_t samples = 0;
+  std::int64_t batches = 0;
   std::deque<std::vector<NDArray>> in_flight;  // as in training: at most two batches ahead
   for (const data::Batch& batch : loader) {
     const std::vector<NDArray> xs = nn::split_and_load(batch.data, devices, false);
@@ -88,6 +148,7 @@ std::pair<double, double> evaluate(nn::Block& net, data::DataLoader& loader,
       for (const NDArray& s : in_flight.front()) s.wait_to_read();
       in_flight.pop_front();
     }
+    on_batch(++batches, samples);
   }
   return {sum_on_host(correct), static_cast<double>(samples)};
 }
@@ -99,8 +160,8 @@ std::vector<double> over_processes(dist::MpiCommunicator* processes, std::vector
 
 /// The fraction of the test set classified right, over every process.
 double test_accuracy(nn::Block& net, data::DataLoader& loader, const std::vector<Context>& devices,
-                     dist::MpiCommunicator* processes) {
-  const auto [correct, samples] = evaluate(net, loader, devices);
+                     dist::MpiCommunicator* processes, const BatchCallback& on_batch) {
+  const auto [correct, samples] = evaluate(net, loader, devices, on_batch);
   const std::vector<double> totals = over_processes(processes, {correct, samples});
   return totals[1] == 0 ? 0.0 : totals[0] / totals[1];
 }
@@ -118,27 +179,43 @@ std::shared_ptr<dist::GradientAggregator> make_aggregator(const TrainOptions& op
   return nullptr;
 }
 
-/// The batches `tagflow train --profile` records: [kProfileBegin, kProfileEnd)
-/// of the first epoch, after the first batches have warmed the caches up.
-constexpr std::int64_t kProfileBegin = 5;
-constexpr std::int64_t kProfileEnd = 10;
+// Note [Profiled batches]
+// `tagflow train --profile` records batches 5 to 9 of the first epoch, after
+// the first batches have warmed the caches and the memory pools up. A first
+// epoch of fewer than 10 batches has its last five recorded (all of them
+// when it has five or fewer), so that a short run still gives a trace; with
+// --epochs 0 no batch trains, and the run says so instead of writing nothing
+// without a word.
 
-/// Starts recording before batch kProfileBegin; before batch kProfileEnd (or
-/// at the end of an epoch that is shorter), waits for the work in flight,
-/// stops and writes the trace to `path`.
-void profile_window(std::optional<profiler::Scope>& scope, std::int64_t batch,
-                    const std::filesystem::path& path) {
-  if (batch == kProfileBegin && !scope) {
+/// The batches [begin, end) of the first epoch that --profile records.
+struct BatchWindow {
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+};
+
+BatchWindow profiled_batches(std::int64_t batches_per_epoch) {
+  constexpr std::int64_t kBegin = 5;
+  constexpr std::int64_t kLength = 5;
+  const std::int64_t begin = std::clamp<std::int64_t>(batches_per_epoch - kLength, 0, kBegin);
+  return {begin, std::min(batches_per_epoch, begin + kLength)};
+}
+
+/// Starts recording before batch `window.begin`; before batch `window.end`
+/// (or at the end of an epoch that is shorter), waits for the work in
+/// flight, stops and writes the trace to `path`.
+void profile_window(std::optional<profiler::Scope>& scope, std::int64_t batch, BatchWindow window,
+                    std::int64_t batches_per_epoch, const std::filesystem::path& path) {
+  if (batch == window.begin && !scope) {
     Engine::get().wait_for_all();  // the trace starts from idle devices
     scope.emplace();
-  } else if (batch == kProfileEnd && scope) {
+  } else if (batch == window.end && scope) {
     Engine::get().wait_for_all();
     scope.reset();
     const profiler::Trace trace = profiler::collect();
     profiler::write_chrome_trace(trace, path);
     profiler::clear();
-    fmt::print(stderr, "train: wrote a trace of {} operations ({} batches) to {}\n",
-               trace.ops.size(), kProfileEnd - kProfileBegin, path.string());
+    fmt::print(stderr, "train: wrote a trace of {} operations (batches {} to {} of {}) to {}\n",
+               trace.ops.size(), window.begin, window.end - 1, batches_per_epoch, path.string());
   }
 }
 
@@ -176,11 +253,66 @@ std::shared_ptr<nn::Sequential> build_model(const std::string& name) {
   detail::throw_error("train: unknown model \"{}\"; expected lenet or mlp", name);
 }
 
+double default_learning_rate(const std::string& optimizer) {
+  if (optimizer == "sgd") return 0.1;
+  if (optimizer == "adam") return 0.001;
+  detail::throw_error("train: unknown optimizer \"{}\"; expected sgd or adam", optimizer);
+}
+
+void check_output_file(const std::filesystem::path& path, const std::string& what) {
+  namespace fs = std::filesystem;
+  std::error_code ignored;  // a path that cannot be inspected fails the checks below
+  const std::string text = path.string();
+  TAGFLOW_CHECK(path.has_filename(), "{}: expected a file name, got '{}'", what, text);
+  TAGFLOW_CHECK(!fs::is_directory(path, ignored), "{}: expected a file, got '{}' (a directory)",
+                what, text);
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  TAGFLOW_CHECK(fs::is_directory(dir, ignored),
+                "{}: expected a file in an existing directory, got '{}' (no directory '{}')", what,
+                text, dir.string());
+  TAGFLOW_CHECK(access(dir.c_str(), W_OK) == 0,
+                "{}: expected a file in a writable directory, got '{}' ('{}' is not writable)",
+                what, text, dir.string());
+  TAGFLOW_CHECK(!fs::exists(path, ignored) || access(path.c_str(), W_OK) == 0,
+                "{}: expected a writable file, got '{}' (it exists and cannot be written)", what,
+                text);
+}
+
+std::string format_progress(const Progress& p) {
+  constexpr std::size_t kColumns = 99;  // under 100
+  constexpr std::size_t kMaxBar = 30;
+  constexpr std::size_t kMinBar = 10;
+  const std::string head = p.epochs > 0
+                               ? fmt::format("epoch {}/{} {:<5} ", p.epoch, p.epochs, p.phase)
+                               : fmt::format("{:<5} ", p.phase);
+  std::string tail = fmt::format(" {:>5}/{}", p.done, p.total);
+  if (!(p.loss < 0)) {  // NaN too: a diverging loss is shown
+    tail +=
+        p.loss < 1000 ? fmt::format("  loss {:.4f}", p.loss) : fmt::format("  loss {:.3e}", p.loss);
+  }
+  if (p.images_per_second > 0) tail += fmt::format("  {:.0f} images/s", p.images_per_second);
+  if (p.seconds_left >= 0) tail += fmt::format("  {} left", clock_text(p.seconds_left));
+  const std::size_t room = kColumns - std::min(kColumns, head.size() + tail.size() + 2);
+  const std::size_t width = std::clamp(room, kMinBar, kMaxBar);
+  const std::int64_t total = std::max<std::int64_t>(p.total, 1);
+  const auto filled = static_cast<std::size_t>(
+      static_cast<double>(width) * static_cast<double>(std::clamp<std::int64_t>(p.done, 0, total)) /
+      static_cast<double>(total));
+  std::string bar(filled, '=');
+  if (filled < width) bar += '>';
+  bar.resize(width, ' ');
+  std::string line = fmt::format("{}[{}]{}", head, bar, tail);
+  if (line.size() > kColumns) line.resize(kColumns);
+  return line;
+}
+
 std::vector<EpochResult> run_train(const TrainOptions& options) {
-  TAGFLOW_CHECK(options.epochs >= 0 && options.batch_size > 0 && options.learning_rate > 0,
-                "train: expected epochs >= 0, a batch size > 0 and a learning rate > 0, got {}, "
-                "{} and {}",
+  TAGFLOW_CHECK(options.epochs >= 0 && options.batch_size > 0 && options.learning_rate >= 0,
+                "train: expected epochs >= 0, a batch size > 0 and a learning rate >= 0 (0: the "
+                "optimizer's default), got {}, {} and {}",
                 options.epochs, options.batch_size, options.learning_rate);
+  const double learning_rate =
+      options.learning_rate > 0 ? options.learning_rate : default_learning_rate(options.optimizer);
   TAGFLOW_CHECK(!options.devices.empty(), "train: expected at least one device, got none");
   TAGFLOW_CHECK(options.dist == "none" || options.dist == "mpi" || options.dist == "nccl",
                 "train: unknown dist \"{}\"; expected none, mpi or nccl", options.dist);
@@ -192,6 +324,9 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
   const int rank = distributed ? processes->rank() : 0;
   const int process_count = distributed ? processes->size() : 1;
   const bool speaks = rank == 0;  // only the first process prints and saves
+  // Before any work, so that a run's result is not lost at its end.
+  if (speaks && !options.save.empty()) check_output_file(options.save, "train: --save");
+  if (speaks && !options.profile.empty()) check_output_file(options.profile, "train: --profile");
   for (Context c : options.devices) check_device(c);
   const std::vector<Context>& devices = options.devices;
   // Several devices whose kernels run on the host (cpu(i), simulated GPUs)
@@ -259,8 +394,8 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
     net->load_parameters(options.load, devices);
   }
   nn::SoftmaxCrossEntropyLoss loss_function;
-  nn::Trainer trainer(net->collect_params(), options.optimizer,
-                      {.learning_rate = options.learning_rate}, make_aggregator(options));
+  nn::Trainer trainer(net->collect_params(), options.optimizer, {.learning_rate = learning_rate},
+                      make_aggregator(options));
   if (distributed) {
     (*net)(zeros({1, 1, 28, 28}, DType::kFloat32, devices[0]));  // the deferred shapes
     trainer.broadcast_parameters();  // every process starts from rank 0's weights
@@ -272,17 +407,26 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
         "{{\"framework\":\"tagflow\",\"model\":\"{}\",\"devices\":\"{}\",\"processes\":{},"
         "\"train_images\":{},\"batch_size\":{},\"optimizer\":\"{}\",\"learning_rate\":{}}}\n",
         options.model, devices_text(devices), process_count, train_data.dataset().size(),
-        options.batch_size, options.optimizer, options.learning_rate);
+        options.batch_size, options.optimizer, learning_rate);
   } else if (speaks) {
     const std::string across =
         distributed ? fmt::format(" in each of {} processes ({})", process_count, options.dist)
                     : "";
     fmt::print("train: {} on {}{}, {} training and {} test images, batch {}, {} learning rate {}\n",
                options.model, devices_text(devices), across, train_data.dataset().size(),
-               test_data.dataset().size(), options.batch_size, options.optimizer,
-               options.learning_rate);
+               test_data.dataset().size(), options.batch_size, options.optimizer, learning_rate);
   }
   std::fflush(stdout);
+  if (speaks && !options.profile.empty() && options.epochs == 0) {
+    fmt::print(stderr,
+               "train: --profile: no trace written: the trace records training batches (5 to 9 of "
+               "the first epoch), and --epochs 0 trains none\n");
+  }
+  ProgressLine progress_line(progress, options.epochs);
+  // What the progress line shows after each evaluation batch.
+  const BatchCallback show_test_progress = [&](std::int64_t batches, std::int64_t samples) {
+    progress_line.update(batches, samples * process_count, nullptr);
+  };
 
   std::vector<EpochResult> results;
   for (int epoch = 0; epoch < options.epochs; ++epoch) {
@@ -300,10 +444,12 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
     std::int64_t samples = 0;
     std::int64_t batches = 0;
     const std::int64_t batches_per_epoch = train_data.size();
+    const BatchWindow profiled = profiled_batches(batches_per_epoch);
     std::optional<profiler::Scope> profiling;
+    progress_line.start(epoch + 1, "train", batches_per_epoch);
     for (const data::Batch& batch : train_data) {
       if (epoch == 0 && speaks && !options.profile.empty()) {
-        profile_window(profiling, batches, options.profile);
+        profile_window(profiling, batches, profiled, batches_per_epoch, options.profile);
       }
       // Each device takes its slice of the batch (copies on the copy
       // queues); forward and backward run on every device at once.
@@ -333,9 +479,14 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
         in_flight.pop_front();
       }
       ++batches;
-      if (progress) draw_progress(batches, batches_per_epoch);
+      progress_line.update(batches, samples * process_count, [&] {
+        // A wait, rare: Note [How often the progress line waits].
+        return sum_on_host(total_loss) / static_cast<double>(samples);
+      });
     }
-    if (profiling) profile_window(profiling, kProfileEnd, options.profile);
+    if (profiling) {
+      profile_window(profiling, profiled.end, profiled, batches_per_epoch, options.profile);
+    }
     const std::vector<double> totals = over_processes(
         processes, {sum_on_host(total_loss), sum_on_host(correct), static_cast<double>(samples)});
     EpochResult result;
@@ -343,8 +494,17 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
     result.train_accuracy = totals[1] / totals[2];
     result.seconds = seconds_since(start);
     result.images_per_second = totals[2] / result.seconds;
-    if (progress) clear_progress();
-    result.test_accuracy = test_accuracy(*net, test_data, devices, processes);
+    if (!std::isfinite(result.loss)) {
+      progress_line.clear();
+      detail::throw_error(
+          "train: the training diverged: expected a finite mean loss, got {} in epoch {}/{} ({}, "
+          "learning rate {}); try a lower --lr, such as {}",
+          std::isnan(result.loss) ? "nan" : fmt::format("{}", result.loss), epoch + 1,
+          options.epochs, options.optimizer, learning_rate, learning_rate / 10);
+    }
+    progress_line.start(epoch + 1, "test", test_data.size());
+    result.test_accuracy = test_accuracy(*net, test_data, devices, processes, show_test_progress);
+    progress_line.clear();
     if (!speaks) {
       // Quiet: rank 0 prints the figures of every process.
     } else if (options.json) {
@@ -365,13 +525,15 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
   }
   if (options.epochs == 0) {  // evaluation only, e.g. of loaded parameters
     EpochResult result;
-    result.test_accuracy = test_accuracy(*net, test_data, devices, processes);
+    progress_line.start(0, "test", test_data.size());
+    result.test_accuracy = test_accuracy(*net, test_data, devices, processes, show_test_progress);
+    progress_line.clear();
     if (speaks) fmt::print("test acc {:.4f}\n", result.test_accuracy);
     results.push_back(result);
   }
   if (speaks && !options.save.empty()) {
     net->save_parameters(options.save);
-    fmt::print("saved the parameters to {}\n", options.save.string());
+    fmt::print(stderr, "train: saved the parameters to {}\n", options.save.string());
   }
   return results;
 }

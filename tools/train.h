@@ -22,12 +22,14 @@ struct TrainOptions {
   std::vector<Context> devices = {cpu(0)};
   int epochs = 10;
   std::int64_t batch_size = 256;
-  double learning_rate = 0.1;
+  /// 0: the optimizer's own (default_learning_rate).
+  double learning_rate = 0;
   /// "sgd" or "adam".
   std::string optimizer = "sgd";
   /// The Fashion-MNIST IDX files (plain or gzip).
   std::filesystem::path data_dir;
-  /// Parameters written after training (none: empty).
+  /// Parameters written after training (none: empty); refused before
+  /// training when it cannot be written (check_output_file).
   std::filesystem::path save;
   /// Parameters read before training instead of a fresh initialization.
   std::filesystem::path load;
@@ -40,7 +42,8 @@ struct TrainOptions {
   /// Draw a progress bar on stderr (when it is a terminal).
   bool progress = true;
   /// Chrome trace of a few training iterations (batches 5 to 9 of the
-  /// first epoch), written there (none: empty).
+  /// first epoch, or the first five of a shorter one), written there (none:
+  /// empty); refused before training when it cannot be written.
   std::filesystem::path profile;
   /// Print JSON lines (a header, then one per epoch) instead of text, for
   /// `tagflow bench train`; the same fields as tools/pytorch_train.py's.
@@ -70,6 +73,36 @@ std::vector<Context> parse_devices(const std::string& text, const char* command 
 /// tagflow::Error for another name.
 std::shared_ptr<nn::Sequential> build_model(const std::string& name);
 
+/// The learning rate `tagflow train` uses with `optimizer` when none is
+/// given: 0.1 for "sgd", 0.001 for "adam" (Adam's steps are scaled by the
+/// gradients' own size, so SGD's rate makes it diverge). Throws
+/// tagflow::Error for another name.
+double default_learning_rate(const std::string& optimizer);
+
+/// Throws tagflow::Error unless a file can be written at `path`: its
+/// directory exists and is writable, and `path` is not a directory nor a
+/// file that cannot be written. `what` names it in the message, e.g.
+/// "train: --save: expected a file in an existing directory, got
+/// 'runs/lenet.safetensors' (no directory 'runs')". Called before work
+/// whose result would go there, so that it is not lost.
+void check_output_file(const std::filesystem::path& path, const std::string& what);
+
+/// What the progress line of `tagflow train` shows.
+struct Progress {
+  int epoch = 1;  ///< from 1
+  int epochs = 1;
+  std::string phase = "train";  ///< "train" or "test"
+  std::int64_t done = 0;        ///< batches
+  std::int64_t total = 0;
+  double loss = -1;  ///< running mean loss; negative: not shown
+  double images_per_second = 0;
+  double seconds_left = -1;  ///< in the phase; negative: not known yet
+};
+
+/// The progress line, under 100 columns, e.g.
+/// "epoch 3/10 train [=======>      ]    58/235 loss 0.4312, 23785 images/s, 0:05 left".
+std::string format_progress(const Progress& progress);
+
 /// What one epoch gave.
 struct EpochResult {
   double loss = 0;  ///< mean per sample
@@ -82,7 +115,9 @@ struct EpochResult {
 /// Trains as `options` say, printing one line per epoch; returns each
 /// epoch's figures. With 0 epochs, evaluates only (one result, its
 /// test_accuracy set). Throws io::FileError when the data set is missing (saying
-/// how to install it), io::FileError for a bad `load` file.
+/// how to install it), io::FileError for a bad `load` file, tagflow::Error
+/// before training for a `save` or `profile` file that cannot be written,
+/// and at the end of an epoch whose mean loss is not finite (diverged).
 std::vector<EpochResult> run_train(const TrainOptions& options);
 
 }  // namespace tagflow::tools

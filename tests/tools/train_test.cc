@@ -6,7 +6,9 @@
 // one device and loaded into a fresh network on another give the same test
 // accuracy.
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -139,6 +141,165 @@ TEST(TrainTest, ParametersSavedOnOneDeviceEvaluateTheSameInAFreshNetworkOnAnothe
   // The same kernels on both (simulated GPUs run the CPU ones); one image of
   // 10000 may still flip on a near tie of two scores.
   EXPECT_NEAR(reloaded[0].test_accuracy, trained[0].test_accuracy, 1.5e-4);
+}
+
+/// A path under the temporary directory, unique to this test run.
+std::filesystem::path temporary(const std::string& name) {
+  return std::filesystem::temp_directory_path() /
+         ("tagflow-train-test-" +
+          std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" + name);
+}
+
+TEST(TrainTest, OutputFilesAreCheckedBeforeAnyWork) {
+  // A missing data set would be the first error if the files were checked
+  // later: the run must stop at the output file, before reading anything.
+  tools::TrainOptions options = small_run();
+  options.data_dir = temporary("no-data");
+  const std::filesystem::path missing = temporary("no-such-directory");
+  options.save = missing / "lenet.safetensors";
+  EXPECT_EQ(testing::error_of([&] { (void)tools::run_train(options); }),
+            "train: --save: expected a file in an existing directory, got '" +
+                options.save.string() + "' (no directory '" + missing.string() + "')");
+  options.save.clear();
+  options.profile = missing / "trace.json";
+  EXPECT_EQ(testing::error_of([&] { (void)tools::run_train(options); }),
+            "train: --profile: expected a file in an existing directory, got '" +
+                options.profile.string() + "' (no directory '" + missing.string() + "')");
+  options.profile.clear();
+  options.save = std::filesystem::temp_directory_path();
+  EXPECT_EQ(testing::error_of([&] { (void)tools::run_train(options); }),
+            "train: --save: expected a file, got '" + options.save.string() + "' (a directory)");
+  options.save = std::filesystem::path("lenet.safetensors");  // in the working directory
+  EXPECT_NE(testing::error_of([&] { (void)tools::run_train(options); }).find("no-data"),
+            std::string::npos)
+      << "a file name alone is in the working directory, which exists";
+}
+
+TEST(TrainTest, ADivergingLossStopsTheRunAndSaysWhatToDo) {
+  SKIP_WITHOUT_FASHION_MNIST();
+  tools::TrainOptions options = small_run();
+  options.limit = 512;
+  options.epochs = 3;
+  options.learning_rate = 100;
+  ::testing::internal::CaptureStdout();
+  const std::string error = testing::error_of([&] { (void)tools::run_train(options); });
+  const std::string printed = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(error,
+            "train: the training diverged: expected a finite mean loss, got nan in epoch 1/3 "
+            "(sgd, learning rate 100); try a lower --lr, such as 10");
+  EXPECT_EQ(printed.find("epoch "), std::string::npos) << "no epoch line of a diverged epoch";
+}
+
+TEST(TrainTest, AdamGetsItsOwnDefaultLearningRate) {
+  SKIP_WITHOUT_FASHION_MNIST();
+  tools::TrainOptions options;  // the learning rate not set
+  options.optimizer = "adam";
+  options.limit = 2048;
+  options.epochs = 1;
+  options.batch_size = 64;
+  options.progress = false;
+  ::testing::internal::CaptureStdout();
+  const auto results = tools::run_train(options);
+  const std::string printed = ::testing::internal::GetCapturedStdout();
+  EXPECT_NE(printed.find("adam learning rate 0.001\n"), std::string::npos) << printed;
+  ASSERT_EQ(results.size(), 1u);
+  // With SGD's 0.1, Adam stays at chance (0.1) or diverges.
+  EXPECT_GT(results[0].test_accuracy, 0.5);
+  EXPECT_EQ(tools::default_learning_rate("sgd"), 0.1);
+  EXPECT_EQ(tools::default_learning_rate("adam"), 0.001);
+  EXPECT_NE(testing::error_of([] {
+              (void)tools::default_learning_rate("lamb");
+            }).find("unknown optimizer \"lamb\"; expected sgd or adam"),
+            std::string::npos);
+}
+
+TEST(TrainTest, AShortRunIsProfiledAndNoProfileIsExplained) {
+  SKIP_WITHOUT_FASHION_MNIST();
+  // Note [Profiled batches]: 3 batches of 64, shorter than the usual window.
+  tools::TrainOptions options = small_run();
+  options.limit = 3 * 64;
+  options.profile = temporary("short.json");
+  ::testing::internal::CaptureStderr();
+  (void)tools::run_train(options);
+  std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(std::filesystem::exists(options.profile)) << said;
+  EXPECT_NE(said.find("(batches 0 to 2 of 3) to " + options.profile.string()), std::string::npos)
+      << said;
+  std::filesystem::remove(options.profile);
+
+  options.epochs = 0;
+  ::testing::internal::CaptureStderr();
+  (void)tools::run_train(options);
+  said = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(std::filesystem::exists(options.profile));
+  EXPECT_NE(said.find("train: --profile: no trace written: the trace records training batches "
+                      "(5 to 9 of the first epoch), and --epochs 0 trains none"),
+            std::string::npos)
+      << said;
+}
+
+TEST(TrainTest, StatusGoesToStderrAndResultsToStdout) {
+  SKIP_WITHOUT_FASHION_MNIST();
+  tools::TrainOptions options = small_run();
+  options.limit = 256;
+  options.save = temporary("status.safetensors");
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  (void)tools::run_train(options);
+  const std::string results = ::testing::internal::GetCapturedStdout();
+  const std::string status = ::testing::internal::GetCapturedStderr();
+  std::filesystem::remove(options.save);
+  EXPECT_NE(results.find("\nepoch  1/1: loss "), std::string::npos) << results;
+  EXPECT_EQ(results.find("saved"), std::string::npos) << results;
+  EXPECT_NE(status.find("train: saved the parameters to " + options.save.string()),
+            std::string::npos)
+      << status;
+}
+
+TEST(TrainTest, TheProgressLineShowsEpochLossSpeedAndTimeLeft) {
+  const tools::Progress training{.epoch = 3,
+                                 .epochs = 10,
+                                 .phase = "train",
+                                 .done = 58,
+                                 .total = 235,
+                                 .loss = 0.4312,
+                                 .images_per_second = 23785.4,
+                                 .seconds_left = 65.2};
+  EXPECT_EQ(tools::format_progress(training),
+            "epoch 3/10 train [=======>                      ]    58/235  loss 0.4312  "
+            "23785 images/s  1:05 left");
+  tools::Progress testing_phase = training;
+  testing_phase.phase = "test";
+  testing_phase.loss = -1;  // not shown
+  testing_phase.seconds_left = 2 * 3600 + 61;
+  EXPECT_EQ(tools::format_progress(testing_phase),
+            "epoch 3/10 test  [=======>                      ]    58/235  23785 images/s  2:01:01 "
+            "left");
+  tools::Progress start = training;
+  start.done = 0;
+  start.images_per_second = 0;  // not known yet: neither shown
+  start.seconds_left = -1;
+  EXPECT_EQ(tools::format_progress(start),
+            "epoch 3/10 train [>                             ]     0/235  loss 0.4312");
+  tools::Progress evaluating_only = testing_phase;
+  evaluating_only.epochs = 0;  // --epochs 0
+  EXPECT_EQ(tools::format_progress(evaluating_only).substr(0, 7), "test  [");
+  tools::Progress diverging = training;
+  diverging.loss = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_NE(tools::format_progress(diverging).find("loss nan"), std::string::npos);
+  diverging.loss = 3e30;
+  EXPECT_NE(tools::format_progress(diverging).find("loss 3.000e+30"), std::string::npos);
+  const tools::Progress widest{.epoch = 100000,
+                               .epochs = 100000,
+                               .phase = "train",
+                               .done = 59999,
+                               .total = 60000,
+                               .loss = 1e300,
+                               .images_per_second = 1e9,
+                               .seconds_left = 1e7};
+  const std::string line = tools::format_progress(widest);
+  EXPECT_LT(line.size(), 100u) << line;
+  EXPECT_EQ(line.substr(0, 32), "epoch 100000/100000 train [=====") << "the bar narrows";
 }
 
 }  // namespace
