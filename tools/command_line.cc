@@ -204,6 +204,7 @@ struct CommandLine::Parts {
   CLI::App* profile = nullptr;
   std::string profile_trace;
   std::string profile_html;
+  std::string profile_compare;
   CLI::App* bench = nullptr;
   CLI::App* bench_engine = nullptr;
   EngineBenchOptions engine_options;
@@ -304,8 +305,14 @@ CommandLine::Parts::Parts() {
   profile = app.add_subcommand(
       "profile", "Summarise a trace of `train --profile` or profiler::write_chrome_trace");
   profile->add_option("trace", profile_trace, "The Chrome trace (JSON)")->required();
-  profile->add_option("--html", profile_html,
-                      "Where the timeline goes (default: the trace's name with .html)");
+  CLI::Option* compare_option =
+      profile->add_option("--compare", profile_compare,
+                          "A second trace: print both runs' figures side by side and the change "
+                          "of each operation name's count, total and mean time (no page)");
+  profile
+      ->add_option("--html", profile_html,
+                   "Where the timeline goes (default: the trace's name with .html)")
+      ->excludes(compare_option);
 
   bench = app.add_subcommand("bench", "Benchmarks that print JSON lines and a table");
   bench->require_subcommand(1);
@@ -565,6 +572,10 @@ int CommandLine::run() {
   if (p.train->parsed()) return run_train_command(p.train_options, p.dist_timeout);
   if (p.bench_engine->parsed()) {
     return run_engine_bench(p.engine_options, EngineConfig::from_env()) ? 0 : 1;
+  }
+  if (p.profile->parsed() && !p.profile_compare.empty()) {
+    run_profile_comparison(p.profile_trace, p.profile_compare);
+    return 0;
   }
   if (p.profile->parsed()) {
     std::filesystem::path html = p.profile_html;

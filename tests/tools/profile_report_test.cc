@@ -169,6 +169,40 @@ TEST(ProfileReportTest, TheTimelineHoldsEveryEvent) {
       << "nothing fetched from elsewhere";
 }
 
+TEST(ProfileReportTest, AComparisonShowsBothRunsAndWhatEachOperationNameDid) {
+  // B: the synthetic run with "conv" twice as long on the device, one "sum"
+  // fewer (none), and a new "relu" of 40 us on cpu(0).
+  profiler::Trace b = synthetic();
+  for (profiler::OpEvent& e : b.ops) {
+    if (e.name == "conv") e.device_ended_ns = 480 * us;  // 180 -> 360 us
+  }
+  std::erase_if(b.ops, [](const profiler::OpEvent& e) { return e.name == "sum"; });
+  b.ops.push_back(
+      {.name = "relu", .ctx = cpu(0), .seq = 9, .started_ns = 700 * us, .ended_ns = 740 * us});
+  const tools::ProfileComparison c =
+      tools::compare(tools::summarize(synthetic()), tools::summarize(b));
+  ASSERT_EQ(c.operations.size(), 5u);  // load, conv, copy, sum, relu
+  // The largest change of total time first: conv +180, sum -100, relu +40.
+  EXPECT_EQ(c.operations[0].name, "conv");
+  EXPECT_DOUBLE_EQ(c.operations[0].total_a_us, 180);
+  EXPECT_DOUBLE_EQ(c.operations[0].total_b_us, 360);
+  EXPECT_EQ(c.operations[1].name, "sum");
+  EXPECT_EQ(c.operations[1].count_a, 1);
+  EXPECT_EQ(c.operations[1].count_b, 0);
+  EXPECT_EQ(c.operations[2].name, "relu");
+  EXPECT_DOUBLE_EQ(c.operations[2].mean_b_us, 40);
+  EXPECT_EQ(c.operations[3].total_b_us - c.operations[3].total_a_us, 0);
+  const std::string text = tools::format_comparison(c, "a.json", "b.json");
+  EXPECT_NE(text.find("A: a.json\nB: b.json"), std::string::npos) << text;
+  EXPECT_NE(text.find("+100.0%"), std::string::npos) << "conv's total doubled:\n" << text;
+  EXPECT_NE(text.find("gone"), std::string::npos) << text;
+  EXPECT_NE(text.find("new"), std::string::npos) << text;
+  // The figures of both runs side by side: the spans, as summarize gives them.
+  EXPECT_NE(text.find(fmt::format("{:.1f}", c.a.span_us)), std::string::npos) << text;
+  EXPECT_NE(text.find(fmt::format("{:.1f}", c.b.span_us)), std::string::npos) << text;
+  EXPECT_NE(text.find("gpu(0) busy"), std::string::npos) << text;
+}
+
 TEST(ProfileReportTest, MalformedTracesGetClearErrors) {
   auto error_of = [](const std::string& text) {
     return testing::error_of([&] { (void)tools::parse_chrome_trace(text); });
