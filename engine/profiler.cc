@@ -65,7 +65,8 @@ void record_op(ProfileMarks* marks) {
                       .started_ns = marks->started,
                       .ended_ns = marks->ended,
                       .device_started_ns = marks->device_started,
-                      .device_ended_ns = marks->device_ended};
+                      .device_ended_ns = marks->device_ended,
+                      .returned_ns = marks->returned};
   delete marks;
   Recorder& r = recorder();
   std::lock_guard lock(r.mutex);
@@ -173,6 +174,7 @@ std::string to_chrome_trace(const Trace& trace) {
                  {"ready_us", micros(e.ready_ns)},
                  {"queued_us", micros(e.started_ns - e.ready_ns)}};
     if (e.failed) args["failed"] = true;
+    if (e.returned_ns >= 0) args["returned_us"] = micros(e.returned_ns);
     if (const auto from = reads_from.find(e.seq); from != reads_from.end()) {
       args["reads_from"] = from->second;  // the flows, for readers of the file
     }

@@ -54,6 +54,10 @@ struct OpEvent {
   /// GPU operations: the stream's work, or -1 when there is none.
   std::int64_t device_started_ns = -1;
   std::int64_t device_ended_ns = -1;
+  /// Asynchronous operations: when the closure returned, leaving its
+  /// worker free while the work went on elsewhere (a collective on the
+  /// network, another thread) until ended_ns; -1 for synchronous ones.
+  std::int64_t returned_ns = -1;
 };
 
 /// "`to` reads what `from` wrote": operation `from` was the last writer of

@@ -27,12 +27,22 @@ struct Interval {
   std::int64_t begin = 0, end = 0;
 };
 
+bool has_device_span(const OpEvent& e) {
+  return e.device_started_ns >= 0 && e.device_ended_ns >= e.device_started_ns;
+}
+
 /// Where `e`'s work ran (Note [Profile figures]).
 Interval busy(const OpEvent& e) {
-  if (e.device_started_ns >= 0 && e.device_ended_ns >= e.device_started_ns) {
-    return {e.device_started_ns, e.device_ended_ns};
-  }
+  if (has_device_span(e)) return {e.device_started_ns, e.device_ended_ns};
   return {e.started_ns, e.ended_ns};
+}
+
+/// Where `e` kept its device busy: its device span on a GPU, else the time
+/// its closure ran, which for an asynchronous operation ends when the
+/// closure returned (Note [Profile figures]).
+Interval device_busy(const OpEvent& e) {
+  if (has_device_span(e)) return busy(e);
+  return {e.started_ns, e.returned_ns >= 0 ? e.returned_ns : e.ended_ns};
 }
 
 profiler::Trace parse_events(const std::string& text);
@@ -191,7 +201,11 @@ profiler::Trace parse_events(const std::string& text) {
                  .pushed_ns = to_ns(args.value("pushed_us", 0.0)),
                  .ready_ns = to_ns(args.value("ready_us", 0.0)),
                  .started_ns = begin,
-                 .ended_ns = end};
+                 .ended_ns = end,
+                 // Within the operation's span, whatever the file says.
+                 .returned_ns = args.contains("returned_us")
+                                    ? std::clamp(to_ns(args.value("returned_us", 0.0)), begin, end)
+                                    : -1};
       for (const json& from : args.value("reads_from", json::array())) {
         trace.flows.push_back({from.get<std::uint64_t>(), op.seq});
       }
@@ -247,6 +261,7 @@ ProfileSummary summarize(const profiler::Trace& trace) {
 
   std::map<std::string, OperationStats> by_name;
   std::map<Context, std::vector<Interval>> by_device;
+  std::map<Context, std::vector<Interval>> in_flight;
   std::vector<Interval> compute;
   for (const OpEvent& e : trace.ops) {
     const Interval b = busy(e);
@@ -256,8 +271,12 @@ ProfileSummary summarize(const profiler::Trace& trace) {
     ++n.count;
     n.total_us += us;
     n.max_us = std::max(n.max_us, us);
-    by_device[e.ctx].push_back(b);
-    if (!is_copy(e)) compute.push_back(b);
+    by_device[e.ctx].push_back(device_busy(e));
+    in_flight[e.ctx];  // every device gets a row
+    if (e.returned_ns >= 0 && !has_device_span(e)) {
+      in_flight[e.ctx].push_back({e.returned_ns, e.ended_ns});
+    }
+    if (!is_copy(e)) compute.push_back(device_busy(e));
   }
   for (auto& [name, n] : by_name) {
     n.mean_us = n.total_us / static_cast<double>(n.count);
@@ -268,7 +287,12 @@ ProfileSummary summarize(const profiler::Trace& trace) {
   });
   for (auto& [device, intervals] : by_device) {
     const double busy_us = to_us(length(merged(intervals)));
-    s.devices.push_back({device.str(), busy_us, s.span_us > 0 ? busy_us / s.span_us : 0});
+    const double flight_us = to_us(length(merged(in_flight[device])));
+    s.devices.push_back({.device = device.str(),
+                         .busy_us = busy_us,
+                         .busy_fraction = s.span_us > 0 ? busy_us / s.span_us : 0,
+                         .in_flight_us = flight_us,
+                         .in_flight_fraction = s.span_us > 0 ? flight_us / s.span_us : 0});
   }
 
   const std::vector<Interval> compute_cover = merged(compute);
@@ -295,12 +319,13 @@ ProfileSummary summarize(const profiler::Trace& trace) {
   std::map<std::string, std::vector<const OpEvent*>> tracks;
   for (const OpEvent& e : trace.ops) tracks[track_of(e)].push_back(&e);
   for (auto& [track, ops] : tracks) {
-    std::sort(ops.begin(), ops.end(),
-              [](const OpEvent* a, const OpEvent* b) { return busy(*a).begin < busy(*b).begin; });
+    std::sort(ops.begin(), ops.end(), [](const OpEvent* a, const OpEvent* b) {
+      return device_busy(*a).begin < device_busy(*b).begin;
+    });
     const OpEvent* previous = ops[0];
-    std::int64_t reach = busy(*ops[0]).end;
+    std::int64_t reach = device_busy(*ops[0]).end;
     for (const OpEvent* e : ops) {
-      const Interval b = busy(*e);
+      const Interval b = device_busy(*e);
       if (b.begin > reach) {
         s.gaps.push_back(
             {track, to_us(reach - first), to_us(b.begin - reach), previous->name, e->name});
@@ -364,9 +389,11 @@ void print_summary(const ProfileSummary& s) {
     fmt::print("{:<28} {:>7} {:>12.1f} {:>10.1f} {:>10.1f}\n", o.name, o.count, o.total_us,
                o.mean_us, o.max_us);
   }
-  fmt::print("\n{:<16} {:>12} {:>6}\n", "device", "busy us", "busy");
+  fmt::print("\n{:<16} {:>12} {:>6} {:>14} {:>10}\n", "device", "busy us", "busy", "in flight us",
+             "in flight");
   for (const DeviceStats& d : s.devices) {
-    fmt::print("{:<16} {:>12.1f} {:>5.1f}%\n", d.device, d.busy_us, 100 * d.busy_fraction);
+    fmt::print("{:<16} {:>12.1f} {:>5.1f}% {:>14.1f} {:>9.1f}%\n", d.device, d.busy_us,
+               100 * d.busy_fraction, d.in_flight_us, 100 * d.in_flight_fraction);
   }
   fmt::print("\ncopies: {:.1f} us, of which {:.1f} us ({:.1f}%) overlapped compute\n", s.copy_us,
              s.copy_overlapped_us, s.copy_us > 0 ? 100 * s.copy_overlapped_us / s.copy_us : 0.0);

@@ -8,15 +8,22 @@
 //   closure ran on the worker.
 // - Per operation name: count, and the total, mean and largest busy time.
 // - A device's busy fraction: the length of the union of its operations'
-//   busy intervals over the trace's span (first push to last end).
+//   busy intervals over the trace's span (first push to last end), where
+//   an asynchronous operation (one that completes later, from another
+//   thread: a collective) counts only until its closure returned; its
+//   worker is free after that. The time such operations spend in flight
+//   afterwards is the device's separate "in flight" fraction (the network
+//   or another thread busy, not the device's workers).
 // - Copies are the operations on a copy queue, or named "copy". Copy time is
 //   the sum of their busy intervals; the overlapped part is what falls
 //   inside the union of every other operation's busy intervals.
 // - Waits: time host threads spent blocked, by call and by the operation
 //   waited for.
 // - Idle gaps: per track (a CPU device's worker, a GPU's stream or worker),
-//   the time between the end of one busy interval and the start of the
-//   next; the longest overall.
+//   the time between the end of one busy interval (an asynchronous
+//   operation's ending when its closure returned) and the start of the
+//   next; the longest overall. Copies overlap the busy intervals, counted
+//   the same way, of the other operations.
 // - The critical path: from the operation that ends last, back through the
 //   operation it read from that ended last, until one reads from nothing
 //   recorded. Its length is the sum of the busy times along it.
@@ -47,8 +54,13 @@ struct OperationStats {
 
 struct DeviceStats {
   std::string device;
+  /// Its workers running closures, or on a GPU its streams running work.
   double busy_us = 0;
   double busy_fraction = 0;
+  /// Asynchronous operations in flight after their closures returned (a
+  /// collective on the network, work on another thread): not the worker's.
+  double in_flight_us = 0;
+  double in_flight_fraction = 0;
 };
 
 struct WaitStats {

@@ -313,6 +313,8 @@ void NaiveEngine::run(OpBlock& block, QueueKind queue, int priority) {
           }
         }                    // a Completion the closure did not take is dropped here: fails the op
         me.running = outer;  // the wait below is ours, not the operation's
+        if (block.profile != nullptr) [[unlikely]]
+          block.profile->returned = profiler_now();
         block.stage.store(OperationStage::kLaunched, std::memory_order_relaxed);
         finished.wait();
         {

@@ -36,6 +36,9 @@ struct ProfileMarks {
   std::int64_t ended = 0;
   std::int64_t device_started = -1;
   std::int64_t device_ended = -1;
+  /// Asynchronous operations: when the closure returned (the worker free
+  /// again while the work goes on elsewhere); -1 for synchronous ones.
+  std::int64_t returned = -1;
 };
 
 /// Hands `marks` to the profiler and deletes it.

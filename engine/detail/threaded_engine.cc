@@ -521,6 +521,10 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
         }
       }  // a Completion the closure did not take is dropped here: fails the op
       me.running = nullptr;
+      // Before this launcher lets go: the marks are only handed on once
+      // both have (profile_end, from finish).
+      if (op->profile != nullptr) [[unlikely]]
+        op->profile->returned = profiler_now();
       op->stage.store(OperationStage::kLaunched, std::memory_order_relaxed);
       if (op->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(op, &followers);
     }

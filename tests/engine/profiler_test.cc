@@ -172,6 +172,41 @@ TEST(ProfilerTest, TheNaiveEngineRecordsTheSameOperationsAndFlows) {
   });
 }
 
+TEST(ProfilerTest, AnAsynchronousOperationRecordsWhenItsClosureReturned) {
+  for (EngineKind kind : {EngineKind::kThreaded, EngineKind::kNaive}) {
+    run_with_timeout(60s, [kind] {
+      auto engine = make_engine(small_config(kind));
+      VarHandle x = engine->new_var();
+      profiler::clear();
+      std::thread completer;
+      {
+        profiler::Scope profiling;
+        engine->push({.name = "in flight",
+                      .ctx = cpu(0),
+                      .writes = {x},
+                      .fn = [&completer](const RunContext&, Completion done) {
+                        completer = std::thread([done = std::move(done)]() mutable {
+                          std::this_thread::sleep_for(20ms);
+                          done.done();
+                        });
+                      }});
+        push_host(*engine, "synchronous", cpu(0), {x}, {});
+        engine->wait_for_all();
+      }
+      completer.join();
+      engine->delete_var(x);
+      engine.reset();
+      std::map<std::string, profiler::OpEvent> ops;
+      for (const profiler::OpEvent& e : profiler::collect().ops) ops[e.name] = e;
+      const profiler::OpEvent& async = ops.at("in flight");
+      EXPECT_GE(async.returned_ns, async.started_ns) << to_string(kind);
+      EXPECT_GE(async.ended_ns - async.returned_ns, 15'000'000) << to_string(kind);
+      EXPECT_EQ(ops.at("synchronous").returned_ns, -1) << to_string(kind);
+      EXPECT_GE(ops.at("synchronous").started_ns, async.ended_ns) << to_string(kind);
+    });
+  }
+}
+
 TEST(ProfilerTest, NothingIsRecordedOutsideAScope) {
   run_with_timeout(30s, [] {
     auto engine = make_engine(small_config());

@@ -2,8 +2,11 @@
 // out by hand (through the Chrome trace file format and back), the HTML
 // timeline holds every event, and malformed traces give clear errors.
 
+#include <algorithm>
+#include <chrono>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -118,6 +121,78 @@ TEST(ProfileReportTest, FiguresOfASyntheticTraceMatchTheHandWorkedOnes) {
   EXPECT_EQ(s.memory[0].end_bytes, 768);
   EXPECT_EQ(s.memory[1].device, "gpu(0)");
   EXPECT_EQ(s.memory[1].peak_bytes, 4096);
+}
+
+TEST(ProfileReportTest, AnAsynchronousOperationKeepsItsWorkerBusyOnlyUntilItReturns) {
+  // allreduce on cpu(1): its closure runs [100, 110], then it is in flight
+  // until 500; scale on cpu(1) runs [520, 540]. Through the file format.
+  profiler::Trace t;
+  t.ops.push_back({.name = "allreduce",
+                   .ctx = cpu(1),
+                   .seq = 1,
+                   .started_ns = 100 * us,
+                   .ended_ns = 500 * us,
+                   .returned_ns = 110 * us});
+  t.ops.push_back({.name = "scale",
+                   .ctx = cpu(1),
+                   .seq = 2,
+                   .pushed_ns = 0,
+                   .started_ns = 520 * us,
+                   .ended_ns = 540 * us});
+  const profiler::Trace parsed = tools::parse_chrome_trace(profiler::to_chrome_trace(t));
+  ASSERT_EQ(parsed.ops.size(), 2u);
+  EXPECT_EQ(parsed.ops[0].returned_ns, 110 * us);
+  EXPECT_EQ(parsed.ops[1].returned_ns, -1);
+  const tools::ProfileSummary s = tools::summarize(parsed);
+  EXPECT_DOUBLE_EQ(s.span_us, 540);
+  ASSERT_EQ(s.devices.size(), 1u);
+  EXPECT_DOUBLE_EQ(s.devices[0].busy_us, 30);        // [100, 110] and [520, 540]
+  EXPECT_DOUBLE_EQ(s.devices[0].in_flight_us, 390);  // [110, 500]
+  EXPECT_NEAR(s.devices[0].in_flight_fraction, 390.0 / 540.0, 1e-12);
+  // The operation itself lasted 400 us; its worker was idle from 110 to 520.
+  EXPECT_DOUBLE_EQ(s.operations[0].total_us, 400);
+  ASSERT_EQ(s.gaps.size(), 1u);
+  EXPECT_DOUBLE_EQ(s.gaps[0].start_us, 110);
+  EXPECT_DOUBLE_EQ(s.gaps[0].length_us, 410);
+}
+
+TEST(ProfileReportTest, TheEngineRecordsWhenAnAsynchronousClosureReturned) {
+  Engine::get().wait_for_all();
+  profiler::clear();
+  std::thread completer;
+  {
+    profiler::Scope profiling;
+    NDArray out = zeros({4}, cpu(1));
+    push_arrays({.name = "completes later",
+                 .writes = {out},
+                 .fn = [&completer](const RunContext&, Completion done) {
+                   completer = std::thread([done = std::move(done)]() mutable {
+                     std::this_thread::sleep_for(std::chrono::milliseconds(30));
+                     done.done();
+                   });
+                 }});
+    out.wait_to_read();
+  }
+  completer.join();
+  const profiler::Trace trace = profiler::collect();
+  const auto found =
+      std::find_if(trace.ops.begin(), trace.ops.end(),
+                   [](const profiler::OpEvent& e) { return e.name == "completes later"; });
+  ASSERT_NE(found, trace.ops.end());
+  EXPECT_GE(found->returned_ns, found->started_ns);
+  EXPECT_GE(found->ended_ns - found->returned_ns, 25'000'000) << "in flight while it slept";
+  const tools::ProfileSummary s = tools::summarize(trace);
+  for (const tools::DeviceStats& d : s.devices) {
+    if (d.device != "cpu(1)") continue;
+    EXPECT_LT(d.busy_us, 20'000) << "the worker was free while the completion slept";
+    EXPECT_GE(d.in_flight_us, 25'000);
+  }
+  // Synchronous operations have none.
+  for (const profiler::OpEvent& e : trace.ops) {
+    if (e.name != "completes later") {
+      EXPECT_EQ(e.returned_ns, -1) << e.name;
+    }
+  }
 }
 
 TEST(ProfileReportTest, ARealRunRecordsOperatorsCopiesAndMemory) {
