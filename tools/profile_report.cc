@@ -1,6 +1,7 @@
 #include "tools/profile_report.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "ops/priority.h"
 
 namespace tagflow::tools {
 
@@ -295,6 +297,29 @@ ProfileSummary summarize(const profiler::Trace& trace) {
                          .in_flight_fraction = s.span_us > 0 ? flight_us / s.span_us : 0});
   }
 
+  std::map<Context, std::array<std::vector<Interval>, 3>> kinds;  // compute, copy, communication
+  for (const OpEvent& e : trace.ops) {
+    auto& lists = kinds[e.ctx];
+    const std::size_t kind = is_copy(e) ? 1 : (e.priority >= kCommunicationPriority ? 2 : 0);
+    lists[kind].push_back(device_busy(e));
+    if (e.returned_ns >= 0 && !has_device_span(e)) lists[2].push_back({e.returned_ns, e.ended_ns});
+  }
+  for (auto& [device, lists] : kinds) {
+    const std::vector<Interval> compute_time = merged(lists[0]);
+    std::vector<Interval> other = lists[1];
+    other.insert(other.end(), lists[2].begin(), lists[2].end());
+    std::vector<Interval> everything = other;
+    everything.insert(everything.end(), lists[0].begin(), lists[0].end());
+    std::int64_t overlapped = 0;
+    for (const Interval& i : merged(other)) overlapped += overlap(i, compute_time);
+    s.breakdown.push_back({.device = device.str(),
+                           .compute_us = to_us(length(compute_time)),
+                           .copy_us = to_us(length(merged(lists[1]))),
+                           .communication_us = to_us(length(merged(lists[2]))),
+                           .overlapped_us = to_us(overlapped),
+                           .idle_us = s.span_us - to_us(length(merged(everything)))});
+  }
+
   const std::vector<Interval> compute_cover = merged(compute);
   for (const OpEvent& e : trace.ops) {
     if (!is_copy(e)) continue;
@@ -394,6 +419,12 @@ void print_summary(const ProfileSummary& s) {
   for (const DeviceStats& d : s.devices) {
     fmt::print("{:<16} {:>12.1f} {:>5.1f}% {:>14.1f} {:>9.1f}%\n", d.device, d.busy_us,
                100 * d.busy_fraction, d.in_flight_us, 100 * d.in_flight_fraction);
+  }
+  fmt::print("\n{:<16} {:>12} {:>12} {:>14} {:>12} {:>12}\n", "time per device", "compute us",
+             "copies us", "communication", "overlap us", "idle us");
+  for (const TimeBreakdown& t : s.breakdown) {
+    fmt::print("{:<16} {:>12.1f} {:>12.1f} {:>14.1f} {:>12.1f} {:>12.1f}\n", t.device, t.compute_us,
+               t.copy_us, t.communication_us, t.overlapped_us, t.idle_us);
   }
   fmt::print("\ncopies: {:.1f} us, of which {:.1f} us ({:.1f}%) overlapped compute\n", s.copy_us,
              s.copy_overlapped_us, s.copy_us > 0 ? 100 * s.copy_overlapped_us / s.copy_us : 0.0);

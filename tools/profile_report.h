@@ -29,6 +29,12 @@
 //   recorded. Its length is the sum of the busy times along it.
 // - Memory: per device, the blocks handed out and given back while
 //   recording, and the highest net amount.
+// - Time per device (Holistic Trace Analysis' temporal breakdown): over the
+//   span, the union of its compute operations' busy intervals, of its
+//   copies, and of its communication (operations pushed at
+//   kCommunicationPriority, the gradient sums, with the time asynchronous
+//   ones spent in flight); how much of copies and communication ran while
+//   it computed; and idle, the span outside all three.
 
 #include <cstdint>
 #include <filesystem>
@@ -86,10 +92,22 @@ struct MemoryFigures {
   std::int64_t end_bytes = 0;   ///< net amount at the end
 };
 
+/// Where one device's time went over the trace's span, as Holistic Trace
+/// Analysis splits it (Note [Profile figures]).
+struct TimeBreakdown {
+  std::string device;
+  double compute_us = 0;        ///< union of its compute operations' busy time
+  double copy_us = 0;           ///< union of its copies
+  double communication_us = 0;  ///< union of its communication, in flight included
+  double overlapped_us = 0;     ///< copies or communication while it computed
+  double idle_us = 0;           ///< none of these
+};
+
 struct ProfileSummary {
   double span_us = 0;
   std::vector<OperationStats> operations;  ///< largest total first
   std::vector<DeviceStats> devices;        ///< in device order
+  std::vector<TimeBreakdown> breakdown;    ///< in device order
   double copy_us = 0;
   double copy_overlapped_us = 0;
   double wait_us = 0;

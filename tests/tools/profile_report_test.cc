@@ -121,6 +121,20 @@ TEST(ProfileReportTest, FiguresOfASyntheticTraceMatchTheHandWorkedOnes) {
   EXPECT_EQ(s.memory[0].end_bytes, 768);
   EXPECT_EQ(s.memory[1].device, "gpu(0)");
   EXPECT_EQ(s.memory[1].peak_bytes, 4096);
+  // Time per device over the 600 us span: cpu(0) computes [0,100] and
+  // [500,600]; gpu(0) computes [120,300] and copies [200,400], 100 us of
+  // it under the convolution.
+  ASSERT_EQ(s.breakdown.size(), 2u);
+  EXPECT_EQ(s.breakdown[0].device, "cpu(0)");
+  EXPECT_DOUBLE_EQ(s.breakdown[0].compute_us, 200);
+  EXPECT_DOUBLE_EQ(s.breakdown[0].copy_us, 0);
+  EXPECT_DOUBLE_EQ(s.breakdown[0].idle_us, 400);
+  EXPECT_EQ(s.breakdown[1].device, "gpu(0)");
+  EXPECT_DOUBLE_EQ(s.breakdown[1].compute_us, 180);
+  EXPECT_DOUBLE_EQ(s.breakdown[1].copy_us, 200);
+  EXPECT_DOUBLE_EQ(s.breakdown[1].communication_us, 0);
+  EXPECT_DOUBLE_EQ(s.breakdown[1].overlapped_us, 100);
+  EXPECT_DOUBLE_EQ(s.breakdown[1].idle_us, 320);  // 600 - [120,400]
 }
 
 TEST(ProfileReportTest, AnAsynchronousOperationKeepsItsWorkerBusyOnlyUntilItReturns) {
@@ -130,6 +144,7 @@ TEST(ProfileReportTest, AnAsynchronousOperationKeepsItsWorkerBusyOnlyUntilItRetu
   t.ops.push_back({.name = "allreduce",
                    .ctx = cpu(1),
                    .seq = 1,
+                   .priority = kCommunicationPriority,
                    .started_ns = 100 * us,
                    .ended_ns = 500 * us,
                    .returned_ns = 110 * us});
@@ -154,6 +169,13 @@ TEST(ProfileReportTest, AnAsynchronousOperationKeepsItsWorkerBusyOnlyUntilItRetu
   ASSERT_EQ(s.gaps.size(), 1u);
   EXPECT_DOUBLE_EQ(s.gaps[0].start_us, 110);
   EXPECT_DOUBLE_EQ(s.gaps[0].length_us, 410);
+  // Communication [100,500] (the closure, then in flight), compute
+  // [520,540], idle the remaining 120 us of the 540.
+  ASSERT_EQ(s.breakdown.size(), 1u);
+  EXPECT_DOUBLE_EQ(s.breakdown[0].communication_us, 400);
+  EXPECT_DOUBLE_EQ(s.breakdown[0].compute_us, 20);
+  EXPECT_DOUBLE_EQ(s.breakdown[0].overlapped_us, 0);
+  EXPECT_DOUBLE_EQ(s.breakdown[0].idle_us, 120);
 }
 
 TEST(ProfileReportTest, TheEngineRecordsWhenAnAsynchronousClosureReturned) {
