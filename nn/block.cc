@@ -38,13 +38,21 @@ Block::Block(const char* kind)
 // in which a call's arguments are constructed to the compiler: GCC builds
 // `net.add(Dense(8), Dense(4), Dense(2))` right to left, which named them
 // dense2, dense1, dense0. Sequential::add therefore hands the numbers of the
-// blocks made in its call (passed by value) back out in the order the blocks
-// appear, kind by kind, and renames their parameters with them. Blocks
-// passed as shared pointers were made before the call and keep their names.
+// blocks made in its call (passed by value), and of every block inside them
+// (the children their constructors made, built in the same disorder across
+// arguments), back out in the order the blocks appear, depth first, kind by
+// kind, and renames their parameters with them. Blocks passed as shared
+// pointers were made before the call and keep their names.
 void Block::number_in_order(const std::vector<std::pair<std::shared_ptr<Block>, bool>>& added) {
   std::map<std::string, std::vector<Block*>> by_kind;
+  std::set<const Block*> seen;  // a child shared twice is numbered once
+  const auto visit = [&](const auto& self, Block* block) -> void {
+    if (block == nullptr || !seen.insert(block).second) return;
+    by_kind[block->kind_].push_back(block);
+    for (const auto& child : block->children_) self(self, child.get());
+  };
   for (const auto& [block, by_value] : added) {
-    if (by_value && block != nullptr) by_kind[block->kind_].push_back(block.get());
+    if (by_value) visit(visit, block.get());
   }
   for (auto& [kind, blocks] : by_kind) {
     std::vector<int> numbers;
@@ -68,14 +76,22 @@ namespace {
 /// again, neither forward was overridden.
 thread_local const Block* forwarding_by_default = nullptr;
 
-/// "Residual" for tagflow::nn::Residual or a user's ::Residual.
+/// "Residual" for tagflow::nn::Residual or a user's ::Residual;
+/// "Wrap<tagflow::nn::Dense>" for app::Wrap<tagflow::nn::Dense>.
 std::string class_name(const std::type_info& type) {
   int status = 0;
   std::unique_ptr<char, void (*)(void*)> demangled(
       abi::__cxa_demangle(type.name(), nullptr, nullptr, &status), std::free);
-  std::string name = status == 0 && demangled != nullptr ? demangled.get() : type.name();
-  const std::size_t scope = name.rfind("::");
-  return scope == std::string::npos ? name : name.substr(scope + 2);
+  const std::string name = status == 0 && demangled != nullptr ? demangled.get() : type.name();
+  // The last scope outside template arguments.
+  std::size_t start = 0;
+  int depth = 0;
+  for (std::size_t i = 0; i + 1 < name.size(); ++i) {
+    if (name[i] == '<') ++depth;
+    if (name[i] == '>') --depth;
+    if (depth == 0 && name[i] == ':' && name[i + 1] == ':') start = i + 2;
+  }
+  return name.substr(start);
 }
 
 }  // namespace

@@ -122,8 +122,12 @@ class Block {
     add_child(child);
     return child;
   }
+  /// A block by value (moved into the block), of a class derived from Block.
   template <typename B, typename = std::enable_if_t<std::is_base_of_v<Block, std::decay_t<B>>>>
   std::shared_ptr<std::decay_t<B>> register_child(B&& block) {
+    static_assert(!std::is_same_v<std::decay_t<B>, Block>,
+                  "register_child: pass the block as its own class (or a shared_ptr), not as a "
+                  "Block: moving it into a Block would slice it");
     return register_child(std::make_shared<std::decay_t<B>>(std::forward<B>(block)));
   }
 
@@ -185,6 +189,9 @@ class Sequential : public Block {
   static BlockPtr to_pointer(BlockPtr block) { return block; }
   template <typename B, typename = std::enable_if_t<std::is_base_of_v<Block, std::decay_t<B>>>>
   static BlockPtr to_pointer(B&& block) {
+    static_assert(!std::is_same_v<std::decay_t<B>, Block>,
+                  "Sequential::add: pass a block as its own class (or a shared_ptr), not as a "
+                  "Block: moving it into a Block would slice it");
     return std::make_shared<std::decay_t<B>>(std::forward<B>(block));
   }
 };

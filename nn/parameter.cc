@@ -95,11 +95,11 @@ std::size_t Parameter::index_of(Context ctx, const char* what) const {
   // Said as the layer that uses the parameter (Note [Names in order of
   // appearance]: its block's name), not as this function.
   const std::string user = owner_.empty() ? std::string("parameters") : owner_;
-  TAGFLOW_CHECK(initialized(),
-                "{}: {} of parameter '{}' asked for, but the parameter is not initialized{}: call "
-                "initialize() on the network first",
+  TAGFLOW_CHECK(initialized(), "{}: {} of parameter '{}' asked for, but the parameter is not {}",
                 user, what, name_,
-                deferred_init_ ? " yet (its shape is inferred on the first forward pass)" : "");
+                deferred_init_ ? "initialized yet: its shape is inferred on the first forward "
+                                 "pass, so run one (net(x)) first"
+                               : "initialized: call initialize() on the network first");
   for (std::size_t i = 0; i < contexts_.size(); ++i) {
     if (contexts_[i] == ctx) return i;
   }
@@ -107,9 +107,11 @@ std::size_t Parameter::index_of(Context ctx, const char* what) const {
   wanted.push_back(ctx);
   detail::throw_error(
       "{}: parameter '{}' lives on {}, not on {}, where it is used (a layer uses its parameters "
-      "on its input's device); initialize the network on every device it runs on "
-      "(initialize(init, {{{}}})), or move the input with as_in_context({})",
-      user, name_, contexts_text(contexts_), ctx.str(), contexts_text(wanted), contexts_[0].str());
+      "on its input's device); put the network on every device it runs on "
+      "(collect_params().reset_ctx({{{}}}), or initialize(init, {{{}}}) before its first use), "
+      "or move the input with as_in_context({})",
+      user, name_, contexts_text(contexts_), ctx.str(), contexts_text(wanted),
+      contexts_text(wanted), contexts_[0].str());
 }
 
 NDArray Parameter::data(Context ctx) const { return data_[index_of(ctx, "the value")]; }

@@ -8,6 +8,10 @@ namespace tagflow::autograd {
 
 std::vector<NDArray> Function::operator()(const std::vector<NDArray>& inputs) {
   TAGFLOW_CHECK(!inputs.empty(), "{}: expected at least one input array, got none", name());
+  // A later call would replace what the recorded one saved for its backward.
+  TAGFLOW_CHECK(outputs_.empty(),
+                "{}: called again after a call that autograd recorded; make one object per call",
+                name());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     detail::check_defined(name(), inputs[i], static_cast<int>(i) + 1);
   }
@@ -20,8 +24,6 @@ std::vector<NDArray> Function::operator()(const std::vector<NDArray>& inputs) {
     outputs = forward(inputs);
   }
   if (!record || !needs_grad) return outputs;
-  TAGFLOW_CHECK(outputs_.empty(),
-                "{}: called a second time while recording; make one object per call", name());
   std::shared_ptr<Function> self = weak_from_this().lock();
   TAGFLOW_CHECK(self != nullptr,
                 "{}: called while recording, so backward must keep it alive: create it with "

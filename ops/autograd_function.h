@@ -38,7 +38,8 @@ class Function : public std::enable_shared_from_this<Function> {
 
   /// Runs forward(inputs) and records the outputs' gradient as backward().
   /// While recording with an input that needs a gradient, the object must
-  /// be owned by a std::shared_ptr (it is kept until the graph is freed).
+  /// be owned by a std::shared_ptr (it is kept until the graph is freed),
+  /// and after such a call the object refuses any other.
   std::vector<NDArray> operator()(const std::vector<NDArray>& inputs);
   /// The one output of a one-output function of one input.
   NDArray operator()(const NDArray& x);

@@ -186,7 +186,10 @@ profiler::Trace parse_events(const std::string& text) {
     const std::string cat = e.value("cat", "");
     const json args = e.value("args", json::object());
     const auto begin = to_ns(field<double>(e, "ts", i));
-    const auto end = begin + to_ns(field<double>(e, "dur", i));
+    const double duration = field<double>(e, "dur", i);
+    TAGFLOW_CHECK(duration >= 0, "trace event {}: expected a duration of at least 0, got {}", i,
+                  duration);
+    const auto end = begin + to_ns(duration);
     if (cat == "op") {
       const int pid = field<int>(e, "pid", i);
       const auto device = devices.find(pid);
@@ -302,7 +305,9 @@ ProfileSummary summarize(const profiler::Trace& trace) {
     auto& lists = kinds[e.ctx];
     const std::size_t kind = is_copy(e) ? 1 : (e.priority >= kCommunicationPriority ? 2 : 0);
     lists[kind].push_back(device_busy(e));
-    if (e.returned_ns >= 0 && !has_device_span(e)) lists[2].push_back({e.returned_ns, e.ended_ns});
+    if (e.returned_ns >= 0 && !has_device_span(e)) {
+      lists[kind].push_back({e.returned_ns, e.ended_ns});  // in flight, as its kind
+    }
   }
   for (auto& [device, lists] : kinds) {
     const std::vector<Interval> compute_time = merged(lists[0]);

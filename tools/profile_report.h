@@ -32,9 +32,10 @@
 // - Time per device (Holistic Trace Analysis' temporal breakdown): over the
 //   span, the union of its compute operations' busy intervals, of its
 //   copies, and of its communication (operations pushed at
-//   kCommunicationPriority, the gradient sums, with the time asynchronous
-//   ones spent in flight); how much of copies and communication ran while
-//   it computed; and idle, the span outside all three.
+//   kCommunicationPriority, the gradient sums); an asynchronous operation's
+//   time in flight counts as its kind's (a collective's as communication);
+//   how much of copies and communication ran while it computed; and idle,
+//   the span outside all three.
 
 #include <cstdint>
 #include <filesystem>

@@ -489,6 +489,10 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
     }
     const std::vector<double> totals = over_processes(
         processes, {sum_on_host(total_loss), sum_on_host(correct), static_cast<double>(samples)});
+    TAGFLOW_CHECK(totals[2] > 0,
+                  "train: epoch {} had no training sample: expected at least one batch per "
+                  "device (use a larger --limit, or fewer devices)",
+                  epoch + 1);
     EpochResult result;
     result.loss = totals[0] / totals[2];
     result.train_accuracy = totals[1] / totals[2];

@@ -295,12 +295,29 @@ TEST(CustomBlockTest, TypedAccessToChildren) {
   nn::Sequential net;
   net.add(nn::Dense(4, "relu"), nn::Activation("tanh"), DenseResidual(4));
   EXPECT_EQ(net.at<nn::Dense>(0).weight()->shape(), (Shape{4, 0}));
-  EXPECT_EQ(net.at<DenseResidual>(2).dense2().name(),
-            net.at<DenseResidual>(2).children()[1]->name());
+  // The typed child is the very block the class holds.
+  EXPECT_EQ(&net.at<DenseResidual>(2).dense2(), &net.at<DenseResidual>(2).child_as<nn::Dense>(1));
   EXPECT_EQ(error_of([&] { net.at<nn::Dense>(1); }),
             net.name() + ": child 1 is " + net[1].name() + " (Activation), not a Dense");
   EXPECT_EQ(error_of([&] { net.at<nn::Dense>(3); }),
             net.name() + ": expected a child position below 3, got 3");
+}
+
+template <typename B>
+class Wrapped : public nn::Block {
+ public:
+  Wrapped() : nn::Block("wrapped"), inner_(register_child(B(2))) {}
+  NDArray forward(const NDArray& x) override { return (*inner_)(x); }
+
+ private:
+  std::shared_ptr<B> inner_;
+};
+
+TEST(CustomBlockTest, ATemplateBlockIsNamedWithItsArguments) {
+  Wrapped<nn::Dense> wrapped;
+  std::ostringstream printed;
+  printed << wrapped;
+  EXPECT_EQ(printed.str(), "Wrapped<tagflow::nn::Dense>(\n  (0): Dense(None -> 2, linear)\n)");
 }
 
 TEST(CustomBlockTest, PrintsAsGluonPrintsANetworkAndItsParameters) {

@@ -75,6 +75,29 @@ TEST(LayersTest, BlocksMadeInOneAddAreNamedInTheOrderTheyAppear) {
   EXPECT_EQ(names[6], net[4].name() + "_weight");
 }
 
+/// A block whose constructor makes its own children.
+class Outer : public nn::Block {
+ public:
+  Outer() : nn::Block("outer"), inner_(register_child(nn::Dense(3))) {}
+  NDArray forward(const NDArray& x) override { return (*inner_)(x); }
+  const nn::Dense& inner() const { return *inner_; }
+
+ private:
+  std::shared_ptr<nn::Dense> inner_;
+};
+
+TEST(LayersTest, ChildrenMadeInsideBlocksOfOneAddAreNumberedInOrderToo) {
+  nn::Sequential net;
+  net.add(Outer(), nn::Dense(2), Outer());
+  const auto& first = dynamic_cast<const Outer&>(net[0]);
+  const auto& last = dynamic_cast<const Outer&>(net[2]);
+  EXPECT_LT(number_of(first.name()), number_of(last.name()));
+  // Depth first: outer's dense, then the middle dense, then the last outer's.
+  EXPECT_EQ(number_of(net[1].name()), number_of(first.inner().name()) + 1);
+  EXPECT_EQ(number_of(last.inner().name()), number_of(net[1].name()) + 1);
+  EXPECT_EQ(last.inner().weight()->name(), last.inner().name() + "_weight");
+}
+
 TEST(LayersTest, InitializeWithoutAnInitializerUsesGluonsDefault) {
   const auto check_uniform = [](const nn::Parameter& p, Context ctx) {
     const std::vector<float> w = p.data(ctx).to_vector<float>();
@@ -127,9 +150,26 @@ TEST(LayersTest, SequentialNamesCollectsAndInitializesIdenticalCopiesOnEveryDevi
     EXPECT_EQ(std::string(e.what()),
               hidden->name() + ": parameter '" + hidden->name() +
                   "_weight' lives on cpu(1), not on gpu(0), where it is used (a layer uses its "
-                  "parameters on its input's device); initialize the network on every device it "
-                  "runs on (initialize(init, {cpu(1), gpu(0)})), or move the input with "
-                  "as_in_context(cpu(1))");
+                  "parameters on its input's device); put the network on every device it runs on "
+                  "(collect_params().reset_ctx({cpu(1), gpu(0)}), or initialize(init, {cpu(1), "
+                  "gpu(0)}) before its first use), or move the input with as_in_context(cpu(1))");
+  }
+  // The advice works: moved to both devices, the network runs on gpu(0).
+  net.collect_params().reset_ctx({cpu(1), gpu(0)});
+  EXPECT_EQ(net(zeros({3, 6}, DType::kFloat32, gpu(0))).context(), gpu(0));
+  net.collect_params().reset_ctx({cpu(1)});
+  {
+    nn::Dense deferred(3);
+    deferred.initialize(cpu(0));
+    try {
+      (void)deferred.weight()->data(cpu(0));
+      ADD_FAILURE() << "deferred until the first forward pass";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()),
+                deferred.name() + ": the value of parameter '" + deferred.name() +
+                    "_weight' asked for, but the parameter is not initialized yet: its shape is "
+                    "inferred on the first forward pass, so run one (net(x)) first");
+    }
   }
   {
     nn::Dense fresh(3, "", 2);

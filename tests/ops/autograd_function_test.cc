@@ -126,8 +126,14 @@ TEST(AutogradFunctionTest, RulesAreExplained) {
               "with std::make_shared");
     auto twice = std::make_shared<StableSigmoid>();
     (*twice)(x);
-    EXPECT_EQ(error_of([&] { (*twice)(x); }),
-              "StableSigmoid: called a second time while recording; make one object per call");
+    const std::string again =
+        "StableSigmoid: called again after a call that autograd recorded; make one object per "
+        "call";
+    EXPECT_EQ(error_of([&] { (*twice)(x); }), again);
+    // Not even outside recording, or on an input without a gradient: it would
+    // replace what the recorded call saved for its backward.
+    const auto paused = autograd::pause();
+    EXPECT_EQ(error_of([&] { (*twice)(array({3.f})); }), again);
   }
   struct WrongShape : StableSigmoid {
     std::vector<NDArray> backward(const std::vector<NDArray>& g) override { return {sum(g[0])}; }

@@ -204,11 +204,11 @@ TEST(ProfileReportTest, TheEngineRecordsWhenAnAsynchronousClosureReturned) {
   EXPECT_GE(found->returned_ns, found->started_ns);
   EXPECT_GE(found->ended_ns - found->returned_ns, 25'000'000) << "in flight while it slept";
   const tools::ProfileSummary s = tools::summarize(trace);
-  for (const tools::DeviceStats& d : s.devices) {
-    if (d.device != "cpu(1)") continue;
-    EXPECT_LT(d.busy_us, 20'000) << "the worker was free while the completion slept";
-    EXPECT_GE(d.in_flight_us, 25'000);
-  }
+  const auto cpu1 = std::find_if(s.devices.begin(), s.devices.end(),
+                                 [](const tools::DeviceStats& d) { return d.device == "cpu(1)"; });
+  ASSERT_NE(cpu1, s.devices.end());
+  EXPECT_LT(cpu1->busy_us, 20'000) << "the worker was free while the completion slept";
+  EXPECT_GE(cpu1->in_flight_us, 25'000);
   // Synchronous operations have none.
   for (const profiler::OpEvent& e : trace.ops) {
     if (e.name != "completes later") {

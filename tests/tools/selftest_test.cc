@@ -100,7 +100,8 @@ OperatorCase planted(const std::string& name, float error, float gradient_scale)
 TEST(SelftestTest, APlantedWrongKernelFails) {
   SelftestOptions options{.devices = {cpu(1), gpu(1)}, .trials = 1};
   options.extra_operators = {planted("right exp", 0.f, 1.f), planted("wrong exp", 1e-3f, 1.f),
-                             planted("wrong exp gradient", 0.f, 1.01f)};
+                             planted("wrong exp gradient", 0.f, 1.01f),
+                             planted("NaN exp gradient", 0.f, std::nanf(""))};
   const std::vector<SelftestResult> results = run_selftest_checks(options);
   for (const char* device : {"cpu(1)", "gpu(1)"}) {
     const SelftestResult* right = find(results, "operator right exp", device);
@@ -114,6 +115,9 @@ TEST(SelftestTest, APlantedWrongKernelFails) {
     EXPECT_FALSE(wrong_gradient->passed);
     EXPECT_NE(wrong_gradient->detail.find("gradient of input 0"), std::string::npos)
         << wrong_gradient->detail;
+    const SelftestResult* nan_gradient = find(results, "operator NaN exp gradient", device);
+    ASSERT_NE(nan_gradient, nullptr);
+    EXPECT_FALSE(nan_gradient->passed) << "a NaN gradient is a mismatch";
   }
   // The built-in operators still pass, and the exit status says one failed.
   EXPECT_TRUE(find(results, "operator exp", "gpu(1)")->passed);
