@@ -309,6 +309,26 @@ ProfileSummary summarize(const profiler::Trace& trace) {
       lists[kind].push_back({e.returned_ns, e.ended_ns});  // in flight, as its kind
     }
   }
+  std::vector<Interval> host_waits;
+  for (const profiler::WaitEvent& w : trace.waits) host_waits.push_back({w.started_ns, w.ended_ns});
+  host_waits = merged(std::move(host_waits));
+  std::map<std::uint64_t, const OpEvent*> by_seq;
+  for (const OpEvent& e : trace.ops) by_seq[e.seq] = &e;
+  std::map<std::uint64_t, std::vector<std::uint64_t>> producers;
+  for (const profiler::FlowEvent& f : trace.flows) producers[f.to_seq].push_back(f.from_seq);
+  /// Whether `e` waited on a producer on another device: the one it read
+  /// from that ended last.
+  const auto waited_elsewhere = [&](const OpEvent& e) {
+    const OpEvent* last_producer = nullptr;
+    for (std::uint64_t from : producers[e.seq]) {
+      const auto p = by_seq.find(from);
+      if (p == by_seq.end()) continue;
+      if (last_producer == nullptr || busy(*p->second).end > busy(*last_producer).end) {
+        last_producer = p->second;
+      }
+    }
+    return last_producer != nullptr && last_producer->ctx != e.ctx;
+  };
   for (auto& [device, lists] : kinds) {
     const std::vector<Interval> compute_time = merged(lists[0]);
     std::vector<Interval> other = lists[1];
@@ -317,12 +337,48 @@ ProfileSummary summarize(const profiler::Trace& trace) {
     everything.insert(everything.end(), lists[0].begin(), lists[0].end());
     std::int64_t overlapped = 0;
     for (const Interval& i : merged(other)) overlapped += overlap(i, compute_time);
+    TimeBreakdown idle_causes;
+    std::vector<const OpEvent*> own;
+    for (const OpEvent& e : trace.ops) {
+      if (e.ctx == device) own.push_back(&e);
+    }
+    const std::vector<Interval> active = merged(everything);
+    std::int64_t cursor = first;
+    const auto charge = [&](std::int64_t a, std::int64_t b) {  // the idle stretch [a, b)
+      if (b <= a) return;
+      const OpEvent* next = nullptr;  // the operation whose activity ends the stretch
+      for (const OpEvent* e : own) {
+        const std::int64_t begin = device_busy(*e).begin;
+        if (begin >= b && (next == nullptr || begin < device_busy(*next).begin)) next = e;
+      }
+      const std::int64_t pushed = next != nullptr ? std::clamp(next->pushed_ns, a, b) : b;
+      const std::int64_t ready = next != nullptr ? std::clamp(next->ready_ns, pushed, b) : b;
+      const std::int64_t waiting = overlap({a, pushed}, host_waits);
+      idle_causes.idle_host_waiting_us += to_us(waiting);
+      idle_causes.idle_nothing_pushed_us += to_us(pushed - a - waiting);
+      if (next != nullptr && waited_elsewhere(*next)) {
+        idle_causes.idle_other_device_us += to_us(ready - pushed);
+      } else {
+        idle_causes.idle_dependency_us += to_us(ready - pushed);
+      }
+      idle_causes.idle_ready_us += to_us(b - ready);
+    };
+    for (const Interval& i : active) {
+      charge(cursor, std::min(i.begin, last));
+      cursor = std::max(cursor, i.end);
+    }
+    charge(cursor, last);
     s.breakdown.push_back({.device = device.str(),
                            .compute_us = to_us(length(compute_time)),
                            .copy_us = to_us(length(merged(lists[1]))),
                            .communication_us = to_us(length(merged(lists[2]))),
                            .overlapped_us = to_us(overlapped),
-                           .idle_us = s.span_us - to_us(length(merged(everything)))});
+                           .idle_us = s.span_us - to_us(length(active)),
+                           .idle_host_waiting_us = idle_causes.idle_host_waiting_us,
+                           .idle_nothing_pushed_us = idle_causes.idle_nothing_pushed_us,
+                           .idle_other_device_us = idle_causes.idle_other_device_us,
+                           .idle_dependency_us = idle_causes.idle_dependency_us,
+                           .idle_ready_us = idle_causes.idle_ready_us});
   }
 
   const std::vector<Interval> compute_cover = merged(compute);
@@ -370,10 +426,6 @@ ProfileSummary summarize(const profiler::Trace& trace) {
             [](const auto& a, const auto& b) { return a.length_us > b.length_us; });
   if (s.gaps.size() > 10) s.gaps.resize(10);
 
-  std::map<std::uint64_t, const OpEvent*> by_seq;
-  std::map<std::uint64_t, std::vector<std::uint64_t>> reads_from;
-  for (const OpEvent& e : trace.ops) by_seq[e.seq] = &e;
-  for (const profiler::FlowEvent& f : trace.flows) reads_from[f.to_seq].push_back(f.from_seq);
   const OpEvent* at = &trace.ops[0];
   for (const OpEvent& e : trace.ops) {
     if (busy(e).end > busy(*at).end) at = &e;
@@ -384,7 +436,7 @@ ProfileSummary summarize(const profiler::Trace& trace) {
     path.push_back(fmt::format("{} #{}", at->name, at->seq));
     s.critical_path_us += to_us(b.end - b.begin);
     const OpEvent* next = nullptr;
-    for (std::uint64_t from : reads_from[at->seq]) {
+    for (std::uint64_t from : producers[at->seq]) {
       const auto it = by_seq.find(from);
       if (it == by_seq.end()) continue;
       if (next == nullptr || busy(*it->second).end > busy(*next).end) next = it->second;
@@ -430,6 +482,13 @@ void print_summary(const ProfileSummary& s) {
   for (const TimeBreakdown& t : s.breakdown) {
     fmt::print("{:<16} {:>12.1f} {:>12.1f} {:>14.1f} {:>12.1f} {:>12.1f}\n", t.device, t.compute_us,
                t.copy_us, t.communication_us, t.overlapped_us, t.idle_us);
+  }
+  fmt::print("\n{:<16} {:>14} {:>14} {:>14} {:>14} {:>14}\n", "idle by cause", "host waiting",
+             "nothing pushed", "other device", "dependency", "ready");
+  for (const TimeBreakdown& t : s.breakdown) {
+    fmt::print("{:<16} {:>14.1f} {:>14.1f} {:>14.1f} {:>14.1f} {:>14.1f}\n", t.device,
+               t.idle_host_waiting_us, t.idle_nothing_pushed_us, t.idle_other_device_us,
+               t.idle_dependency_us, t.idle_ready_us);
   }
   fmt::print("\ncopies: {:.1f} us, of which {:.1f} us ({:.1f}%) overlapped compute\n", s.copy_us,
              s.copy_overlapped_us, s.copy_us > 0 ? 100 * s.copy_overlapped_us / s.copy_us : 0.0);

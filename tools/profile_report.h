@@ -35,7 +35,14 @@
 //   kCommunicationPriority, the gradient sums); an asynchronous operation's
 //   time in flight counts as its kind's (a collective's as communication);
 //   how much of copies and communication ran while it computed; and idle,
-//   the span outside all three.
+//   the span outside all three. Each idle stretch is charged to the
+//   operation that ends it: before that operation was pushed, to a host
+//   thread blocked in a wait (when one was) or to nothing pushed; between
+//   its push and the moment it was ready, to the dependency it waited for,
+//   on another device (the producer it read from that ended last lives
+//   elsewhere) or not; after it was ready, to its worker or stream not
+//   having started it. Idle after a device's last operation is nothing
+//   pushed (or a host wait).
 
 #include <cstdint>
 #include <filesystem>
@@ -102,6 +109,12 @@ struct TimeBreakdown {
   double communication_us = 0;  ///< union of its communication, in flight included
   double overlapped_us = 0;     ///< copies or communication while it computed
   double idle_us = 0;           ///< none of these
+  /// The idle time by cause, summing to idle_us (Note [Profile figures]).
+  double idle_host_waiting_us = 0;    ///< nothing pushed yet, a host thread in a wait
+  double idle_nothing_pushed_us = 0;  ///< nothing pushed yet, no host thread waiting
+  double idle_other_device_us = 0;    ///< pushed, waiting on another device's result
+  double idle_dependency_us = 0;      ///< pushed, waiting on one of its own or unrecorded
+  double idle_ready_us = 0;           ///< ready, not yet started by a worker or stream
 };
 
 struct ProfileSummary {

@@ -135,6 +135,21 @@ TEST(ProfileReportTest, FiguresOfASyntheticTraceMatchTheHandWorkedOnes) {
   EXPECT_DOUBLE_EQ(s.breakdown[1].communication_us, 0);
   EXPECT_DOUBLE_EQ(s.breakdown[1].overlapped_us, 100);
   EXPECT_DOUBLE_EQ(s.breakdown[1].idle_us, 320);  // 600 - [120,400]
+  // Idle by cause. cpu(0), [100,500]: sum was pushed at 70, ready at 400
+  // (it read conv and copy, on gpu(0)), started at 500.
+  EXPECT_DOUBLE_EQ(s.breakdown[0].idle_other_device_us, 300);
+  EXPECT_DOUBLE_EQ(s.breakdown[0].idle_ready_us, 100);
+  EXPECT_DOUBLE_EQ(s.breakdown[0].idle_nothing_pushed_us + s.breakdown[0].idle_host_waiting_us +
+                       s.breakdown[0].idle_dependency_us,
+                   0);
+  // gpu(0), [0,120]: conv pushed at 50 (nothing before), ready at 100 (it
+  // read load, on cpu(0)), its device work from 120; then [400,600] after
+  // its last operation, a host thread waiting from 450.
+  EXPECT_DOUBLE_EQ(s.breakdown[1].idle_nothing_pushed_us, 50 + 50);
+  EXPECT_DOUBLE_EQ(s.breakdown[1].idle_host_waiting_us, 150);
+  EXPECT_DOUBLE_EQ(s.breakdown[1].idle_other_device_us, 50);
+  EXPECT_DOUBLE_EQ(s.breakdown[1].idle_ready_us, 20);
+  EXPECT_DOUBLE_EQ(s.breakdown[1].idle_dependency_us, 0);
 }
 
 TEST(ProfileReportTest, AnAsynchronousOperationKeepsItsWorkerBusyOnlyUntilItReturns) {
