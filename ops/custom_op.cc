@@ -196,18 +196,14 @@ std::vector<NDArray> CustomOp::operator()(const std::vector<NDArray>& inputs) co
   return outputs;
 }
 
-NDArray CustomOp::operator()(const NDArray& x) const {
-  std::vector<NDArray> outputs = (*this)(std::vector<NDArray>{x});
-  TAGFLOW_CHECK(
-      outputs.size() == 1,
-      "{}: called for one output, but it gives {}; call it with a vector of inputs to get "
-      "them all",
-      impl_->engine_name, outputs.size());
-  return outputs[0];
-}
+NDArray CustomOp::operator()(const NDArray& x) const { return only_output({x}); }
 
 NDArray CustomOp::operator()(const NDArray& a, const NDArray& b) const {
-  std::vector<NDArray> outputs = (*this)(std::vector<NDArray>{a, b});
+  return only_output({a, b});
+}
+
+NDArray CustomOp::only_output(const std::vector<NDArray>& inputs) const {
+  std::vector<NDArray> outputs = (*this)(inputs);
   TAGFLOW_CHECK(
       outputs.size() == 1,
       "{}: called for one output, but it gives {}; call it with a vector of inputs to get "

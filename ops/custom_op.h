@@ -144,6 +144,9 @@ class CustomOp {
   const std::string& name() const;
 
  private:
+  /// The outputs of `inputs`, which must be exactly one.
+  NDArray only_output(const std::vector<NDArray>& inputs) const;
+
   std::shared_ptr<const detail::CustomOpImpl> impl_;
 };
 

@@ -20,6 +20,7 @@
 #include "tools/bench_ops.h"
 #include "tools/bench_train.h"
 #include "tools/info.h"
+#include "tools/profile_compare.h"
 #include "tools/profile_report.h"
 #include "tools/selftest.h"
 #include "tools/stress.h"

@@ -140,34 +140,8 @@ void print_summary(const ProfileSummary& summary);
 /// name, times and seq on hover), and the host threads' waits.
 std::string html_timeline(const profiler::Trace& trace);
 
-/// One operation name in two runs.
-struct OperationChange {
-  std::string name;
-  std::int64_t count_a = 0, count_b = 0;
-  double total_a_us = 0, total_b_us = 0;
-  double mean_a_us = 0, mean_b_us = 0;
-};
-
-/// What changed from run A to run B (`tagflow profile A --compare B`): the
-/// figures of both summaries side by side, and per operation name the
-/// count, total and mean in each; names in either run, the largest change
-/// of total time first.
-struct ProfileComparison {
-  ProfileSummary a, b;
-  std::vector<OperationChange> operations;
-};
-
-ProfileComparison compare(const ProfileSummary& a, const ProfileSummary& b);
-/// The comparison as text: span, busy fraction per device, copies and their
-/// overlap, waits, critical path, then the operation names; `a_name` and
-/// `b_name` head the columns.
-std::string format_comparison(const ProfileComparison& comparison, const std::string& a_name,
-                              const std::string& b_name);
-
 /// `tagflow profile`: prints the summary of `trace_file` and writes the
 /// timeline to `html_file`. Throws tagflow::Error for an unreadable trace.
 void run_profile(const std::filesystem::path& trace_file, const std::filesystem::path& html_file);
-/// `tagflow profile A --compare B`: prints format_comparison of the two.
-void run_profile_comparison(const std::filesystem::path& a, const std::filesystem::path& b);
 
 }  // namespace tagflow::tools

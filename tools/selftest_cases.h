@@ -11,10 +11,9 @@
 #include <vector>
 
 #include "tagflow/tagflow.h"
+#include "tools/selftest_references.h"
 
 namespace tagflow::tools {
-
-using Values = std::vector<double>;
 
 struct OperatorCase {
   std::string name;

@@ -15,6 +15,7 @@
 #include "engine/profiler.h"
 #include "tagflow/tagflow.h"
 #include "tests/ops/test_util.h"
+#include "tools/profile_compare.h"
 #include "tools/profile_report.h"
 
 namespace tagflow {
