@@ -16,6 +16,7 @@ packages=(
   dataset-fashion-mnist  # the tutorials' data set
   ccache           # used when present
   clang-format     # the style check in CI
+  python3          # tests/readme: the README's C++ examples, extracted at configure time
   openmpi-bin libopenmpi-dev  # training across processes (mpirun, nn/dist/mpi_communicator.cc)
   clang-14 libclang-rt-14-dev  # the fuzz targets: clang++-14 and libFuzzer (scripts/fuzz.sh)
 )
