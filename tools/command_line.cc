@@ -312,7 +312,8 @@ CommandLine::Parts::Parts() {
                           "of each operation name's count, total and mean time (no page)");
   profile
       ->add_option("--html", profile_html,
-                   "Where the timeline goes (default: the trace's name with .html)")
+                   "Where the page goes: timeline, selection, figures; one file, opens "
+                   "offline (default: the trace's name with .html)")
       ->excludes(compare_option);
 
   bench = app.add_subcommand("bench", "Benchmarks that print JSON lines and a table");

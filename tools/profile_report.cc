@@ -14,6 +14,7 @@
 
 #include "engine/error.h"
 #include "ops/priority.h"
+#include "tools/profile_page.h"
 
 namespace tagflow::tools {
 
@@ -82,16 +83,6 @@ std::int64_t overlap(const Interval& i, const std::vector<Interval>& cover) {
   return total;
 }
 
-/// The track an operation's busy interval lies on, as shown to people.
-std::string track_of(const OpEvent& e) {
-  if (e.ctx.is_gpu()) {
-    const bool device = e.device_started_ns >= 0;
-    const char* queue = e.queue == QueueKind::kCopy ? "copy" : "compute";
-    return fmt::format("{} {} {}", e.ctx.str(), queue, device ? "stream" : "worker");
-  }
-  return fmt::format("{} worker {}", e.ctx.str(), e.worker);
-}
-
 template <typename T>
 T field(const json& e, const char* key, std::size_t index) {
   const auto it = e.find(key);
@@ -105,30 +96,26 @@ T field(const json& e, const char* key, std::size_t index) {
   }
 }
 
-std::string escape_html(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+}  // namespace
+
+BusyInterval busy_interval(const OpEvent& e) {
+  const Interval b = busy(e);
+  return {b.begin, b.end};
 }
 
-}  // namespace
+std::string track_of(const OpEvent& e) {
+  if (e.ctx.is_gpu()) {
+    const bool device = e.device_started_ns >= 0;
+    const char* queue = e.queue == QueueKind::kCopy ? "copy" : "compute";
+    return fmt::format("{} {} {}", e.ctx.str(), queue, device ? "stream" : "worker");
+  }
+  return fmt::format("{} worker {}", e.ctx.str(), e.worker);
+}
+
+OpKind kind_of(const OpEvent& e) {
+  if (is_copy(e)) return OpKind::kCopy;
+  return e.priority >= kCommunicationPriority ? OpKind::kCommunication : OpKind::kCompute;
+}
 
 profiler::Trace parse_chrome_trace(const std::string& text) {
   try {
@@ -303,7 +290,7 @@ ProfileSummary summarize(const profiler::Trace& trace) {
   std::map<Context, std::array<std::vector<Interval>, 3>> kinds;  // compute, copy, communication
   for (const OpEvent& e : trace.ops) {
     auto& lists = kinds[e.ctx];
-    const std::size_t kind = is_copy(e) ? 1 : (e.priority >= kCommunicationPriority ? 2 : 0);
+    const auto kind = static_cast<std::size_t>(kind_of(e));
     lists[kind].push_back(device_busy(e));
     if (e.returned_ns >= 0 && !has_device_span(e)) {
       lists[kind].push_back({e.returned_ns, e.ended_ns});  // in flight, as its kind
@@ -430,11 +417,14 @@ ProfileSummary summarize(const profiler::Trace& trace) {
   for (const OpEvent& e : trace.ops) {
     if (busy(e).end > busy(*at).end) at = &e;
   }
-  std::vector<std::string> path;
+  std::vector<CriticalStep> path;
   while (at != nullptr) {
     const Interval b = busy(*at);
-    path.push_back(fmt::format("{} #{}", at->name, at->seq));
-    s.critical_path_us += to_us(b.end - b.begin);
+    path.push_back({.name = at->name,
+                    .seq = at->seq,
+                    .device = at->ctx.str(),
+                    .busy_us = to_us(b.end - b.begin)});
+    s.critical_path_us += path.back().busy_us;
     const OpEvent* next = nullptr;
     for (std::uint64_t from : producers[at->seq]) {
       const auto it = by_seq.find(from);
@@ -463,136 +453,159 @@ ProfileSummary summarize(const profiler::Trace& trace) {
   return s;
 }
 
-void print_summary(const ProfileSummary& s) {
-  fmt::print("trace span {:.1f} us\n\n", s.span_us);
-  fmt::print("{:<28} {:>7} {:>12} {:>10} {:>10}\n", "operation", "count", "total us", "mean us",
-             "max us");
-  for (const OperationStats& o : s.operations) {
-    fmt::print("{:<28} {:>7} {:>12.1f} {:>10.1f} {:>10.1f}\n", o.name, o.count, o.total_us,
-               o.mean_us, o.max_us);
+namespace {
+
+std::string us(double value) { return fmt::format("{:.1f}", value); }
+std::string percent(double part, double whole) {
+  return fmt::format("{:.1f}%", whole > 0 ? 100 * part / whole : 0.0);
+}
+
+/// "12", "-3.5", "45.2%".
+bool is_number(const std::string& cell) {
+  if (cell.empty()) return false;
+  std::size_t digits = 0;
+  for (std::size_t i = 0; i < cell.size(); ++i) {
+    const char c = cell[i];
+    if (c >= '0' && c <= '9') {
+      ++digits;
+    } else if (!(c == '.' || (c == '-' && i == 0) || (c == '%' && i + 1 == cell.size()))) {
+      return false;
+    }
   }
-  fmt::print("\n{:<16} {:>12} {:>6} {:>14} {:>10}\n", "device", "busy us", "busy", "in flight us",
-             "in flight");
+  return digits > 0;
+}
+
+void mark_numeric_columns(FigureTable& table) {
+  table.numeric.assign(table.columns.size(), true);
+  for (std::size_t c = 0; c < table.columns.size(); ++c) {
+    for (const auto& row : table.rows) table.numeric[c] = table.numeric[c] && is_number(row[c]);
+  }
+}
+
+}  // namespace
+
+std::vector<FigureTable> figure_tables(const ProfileSummary& s) {
+  std::vector<FigureTable> tables;
+  tables.push_back({.id = "summary", .title = "Summary", .columns = {"figure", "value"}});
+  std::int64_t operations = 0;
+  for (const OperationStats& o : s.operations) operations += o.count;
+  tables.back().rows = {
+      {"trace span", us(s.span_us) + " us"},
+      {"operations", std::to_string(operations)},
+      {"copies", fmt::format("{} us, {} us ({}) overlapped compute", us(s.copy_us),
+                             us(s.copy_overlapped_us), percent(s.copy_overlapped_us, s.copy_us))},
+      {"host threads blocked in waits", us(s.wait_us) + " us"},
+      {"critical path",
+       fmt::format("{} operations, {} us busy ({} of the span)", s.critical_path.size(),
+                   us(s.critical_path_us), percent(s.critical_path_us, s.span_us))}};
+
+  tables.push_back(
+      {.id = "devices",
+       .title = "Devices: their workers busy, and operations in flight",
+       .columns = {"device", "worker busy us", "worker busy", "in flight us", "in flight"}});
   for (const DeviceStats& d : s.devices) {
-    fmt::print("{:<16} {:>12.1f} {:>5.1f}% {:>14.1f} {:>9.1f}%\n", d.device, d.busy_us,
-               100 * d.busy_fraction, d.in_flight_us, 100 * d.in_flight_fraction);
+    tables.back().rows.push_back({d.device, us(d.busy_us), percent(d.busy_us, s.span_us),
+                                  us(d.in_flight_us), percent(d.in_flight_us, s.span_us)});
   }
-  fmt::print("\n{:<16} {:>12} {:>12} {:>14} {:>12} {:>12}\n", "time per device", "compute us",
-             "copies us", "communication", "overlap us", "idle us");
+
+  tables.push_back({.id = "breakdown",
+                    .title = "Time per device",
+                    .columns = {"device", "compute us", "copies us", "communication us",
+                                "overlap us", "idle us", "idle"}});
   for (const TimeBreakdown& t : s.breakdown) {
-    fmt::print("{:<16} {:>12.1f} {:>12.1f} {:>14.1f} {:>12.1f} {:>12.1f}\n", t.device, t.compute_us,
-               t.copy_us, t.communication_us, t.overlapped_us, t.idle_us);
+    tables.back().rows.push_back({t.device, us(t.compute_us), us(t.copy_us), us(t.communication_us),
+                                  us(t.overlapped_us), us(t.idle_us),
+                                  percent(t.idle_us, s.span_us)});
   }
-  fmt::print("\n{:<16} {:>14} {:>14} {:>14} {:>14} {:>14}\n", "idle by cause", "host waiting",
-             "nothing pushed", "other device", "dependency", "ready");
+
+  tables.push_back({.id = "idle",
+                    .title = "Idle time by cause",
+                    .columns = {"device", "host waiting us", "nothing pushed us", "other device us",
+                                "dependency us", "ready us"}});
   for (const TimeBreakdown& t : s.breakdown) {
-    fmt::print("{:<16} {:>14.1f} {:>14.1f} {:>14.1f} {:>14.1f} {:>14.1f}\n", t.device,
-               t.idle_host_waiting_us, t.idle_nothing_pushed_us, t.idle_other_device_us,
-               t.idle_dependency_us, t.idle_ready_us);
+    tables.back().rows.push_back({t.device, us(t.idle_host_waiting_us),
+                                  us(t.idle_nothing_pushed_us), us(t.idle_other_device_us),
+                                  us(t.idle_dependency_us), us(t.idle_ready_us)});
   }
-  fmt::print("\ncopies: {:.1f} us, of which {:.1f} us ({:.1f}%) overlapped compute\n", s.copy_us,
-             s.copy_overlapped_us, s.copy_us > 0 ? 100 * s.copy_overlapped_us / s.copy_us : 0.0);
-  fmt::print("host threads blocked in waits: {:.1f} us\n", s.wait_us);
+
+  tables.push_back({.id = "critical-path",
+                    .title = "Critical path",
+                    .columns = {"step", "operation", "seq", "device", "busy us", "share"}});
+  for (std::size_t i = 0; i < s.critical_path.size(); ++i) {
+    const CriticalStep& c = s.critical_path[i];
+    tables.back().rows.push_back({std::to_string(i + 1), c.name, std::to_string(c.seq), c.device,
+                                  us(c.busy_us), percent(c.busy_us, s.span_us)});
+  }
+
+  tables.push_back({.id = "operations",
+                    .title = "Operations by total time",
+                    .columns = {"operation", "count", "total us", "mean us", "max us"}});
+  for (const OperationStats& o : s.operations) {
+    tables.back().rows.push_back(
+        {o.name, std::to_string(o.count), us(o.total_us), us(o.mean_us), us(o.max_us)});
+  }
+
+  tables.push_back({.id = "waits",
+                    .title = "Host threads blocked in waits",
+                    .columns = {"wait", "for", "count", "total us"}});
   for (const WaitStats& w : s.waits) {
     const std::string waited_for = !w.waited_for.empty()      ? w.waited_for
                                    : w.what == "wait_for_all" ? "(everything)"
                                                               : "(a finished operation)";
-    fmt::print("  {:<14} for {:<28} {:>5}x {:>12.1f} us\n", w.what, waited_for, w.count,
-               w.total_us);
+    tables.back().rows.push_back({w.what, waited_for, std::to_string(w.count), us(w.total_us)});
   }
-  fmt::print("\nlongest idle gaps:\n");
+
+  tables.push_back({.id = "gaps",
+                    .title = "Longest idle gaps",
+                    .columns = {"track", "length us", "at us", "after", "before"}});
   for (const IdleGap& g : s.gaps) {
-    fmt::print("  {:<28} {:>10.1f} us at {:>10.1f} us, between {} and {}\n", g.track, g.length_us,
-               g.start_us, g.before, g.after);
+    tables.back().rows.push_back({g.track, us(g.length_us), us(g.start_us), g.before, g.after});
   }
-  fmt::print("\nmemory while recording:\n");
+
+  tables.push_back(
+      {.id = "memory",
+       .title = "Memory while recording",
+       .columns = {"device", "blocks out", "blocks back", "peak bytes", "bytes at the end"}});
   for (const MemoryFigures& m : s.memory) {
-    fmt::print("  {:<16} {:>7} blocks out, {:>7} back, peak {:>12} bytes, at the end {:>12}\n",
-               m.device, m.allocations, m.releases, m.peak_bytes, m.end_bytes);
+    tables.back().rows.push_back({m.device, std::to_string(m.allocations),
+                                  std::to_string(m.releases), std::to_string(m.peak_bytes),
+                                  std::to_string(m.end_bytes)});
   }
-  fmt::print("\ncritical path: {} operations, {:.1f} us busy ({:.1f}% of the span)\n",
-             s.critical_path.size(), s.critical_path_us,
-             s.span_us > 0 ? 100 * s.critical_path_us / s.span_us : 0.0);
-  for (const std::string& step : s.critical_path) fmt::print("  {}\n", step);
+  for (FigureTable& table : tables) mark_numeric_columns(table);
+  return tables;
 }
 
-std::string html_timeline(const profiler::Trace& trace) {
-  std::map<std::string, std::vector<const OpEvent*>> tracks;
-  std::int64_t first = 0, last = 1;
-  bool any = false;
-  for (const OpEvent& e : trace.ops) {
-    tracks[track_of(e)].push_back(&e);
-    const Interval b = busy(e);
-    first =
-        any ? std::min(first, std::min(e.started_ns, b.begin)) : std::min(e.started_ns, b.begin);
-    last = any ? std::max(last, std::max(e.ended_ns, b.end)) : std::max(e.ended_ns, b.end);
-    any = true;
-  }
-  for (const profiler::WaitEvent& w : trace.waits) {
-    first = any ? std::min(first, w.started_ns) : w.started_ns;
-    last = std::max(last, w.ended_ns);
-    any = true;
-  }
-  constexpr double kWidth = 1600, kLabel = 220, kRow = 22;
-  const double scale =
-      (kWidth - kLabel) / static_cast<double>(std::max<std::int64_t>(1, last - first));
-  std::map<int, bool> threads;
-  for (const profiler::WaitEvent& w : trace.waits) threads[w.thread] = true;
-  const double height = kRow * static_cast<double>(tracks.size() + threads.size() + 1);
-
-  std::string out = fmt::format(
-      "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>tagflow trace</title>\n"
-      "<style>body{{font:13px sans-serif;margin:16px}} rect.op:hover{{stroke:#000}} "
-      "text{{font:12px monospace}}</style></head><body>\n"
-      "<h1>tagflow trace</h1><p>{} operations, {} waits, {:.1f} us. Hover a box for its name "
-      "and times.</p>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\">\n",
-      trace.ops.size(), trace.waits.size(), to_us(last - first), kWidth, height);
-  auto color = [](const std::string& name) {
-    return fmt::format("hsl({},60%,60%)", std::hash<std::string>{}(name) % 360);
-  };
-  double y = 0;
-  for (const auto& [track, ops] : tracks) {
-    out += fmt::format("<text x=\"4\" y=\"{}\">{}</text>\n", y + 15, escape_html(track));
-    for (const OpEvent* e : ops) {
-      const Interval b = busy(*e);
-      out += fmt::format(
-          "<rect class=\"op\" data-seq=\"{}\" x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" "
-          "height=\"{}\" fill=\"{}\"><title>{} #{}: {:.1f} us at {:.1f} us (pushed {:.1f}, "
-          "ready {:.1f})</title></rect>\n",
-          e->seq, kLabel + static_cast<double>(b.begin - first) * scale, y + 3,
-          std::max(1.0, static_cast<double>(b.end - b.begin) * scale), kRow - 6, color(e->name),
-          escape_html(e->name), e->seq, to_us(b.end - b.begin), to_us(b.begin - first),
-          to_us(e->pushed_ns - first), to_us(e->ready_ns - first));
+std::string format_summary(const ProfileSummary& summary) {
+  std::string out;
+  for (const FigureTable& table : figure_tables(summary)) {
+    std::vector<std::size_t> width(table.columns.size());
+    for (std::size_t c = 0; c < width.size(); ++c) width[c] = table.columns[c].size();
+    for (const auto& row : table.rows) {
+      for (std::size_t c = 0; c < width.size(); ++c) width[c] = std::max(width[c], row[c].size());
     }
-    y += kRow;
+    const auto line = [&](const std::vector<std::string>& cells) {
+      std::string text = " ";
+      for (std::size_t c = 0; c < cells.size(); ++c) {
+        text += c == 0 ? " " : "  ";
+        text += table.numeric[c] ? fmt::format("{:>{}}", cells[c], width[c])
+                                 : fmt::format("{:<{}}", cells[c], width[c]);
+      }
+      while (!text.empty() && text.back() == ' ') text.pop_back();
+      out += text + "\n";
+    };
+    out += (out.empty() ? "" : "\n") + table.title + "\n";
+    line(table.columns);
+    for (const auto& row : table.rows) line(row);
   }
-  for (const auto& [thread, unused] : threads) {
-    out += fmt::format("<text x=\"4\" y=\"{}\">host thread {}</text>\n", y + 15, thread);
-    for (const profiler::WaitEvent& w : trace.waits) {
-      if (w.thread != thread) continue;
-      out += fmt::format(
-          "<rect class=\"wait\" x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" "
-          "fill=\"#bbb\"><title>{} for {}: {:.1f} us</title></rect>\n",
-          kLabel + static_cast<double>(w.started_ns - first) * scale, y + 3,
-          std::max(1.0, static_cast<double>(w.ended_ns - w.started_ns) * scale), kRow - 6,
-          escape_html(w.what), escape_html(w.waited_for.empty() ? "everything" : w.waited_for),
-          to_us(w.ended_ns - w.started_ns));
-    }
-    y += kRow;
-  }
-  out += "</svg>\n</body></html>\n";
   return out;
 }
 
 void run_profile(const std::filesystem::path& trace_file, const std::filesystem::path& html_file) {
   const profiler::Trace trace = read_chrome_trace(trace_file);
-  print_summary(summarize(trace));
-  std::ofstream out(html_file, std::ios::binary | std::ios::trunc);
-  TAGFLOW_CHECK(out.good(), "profile: cannot open {} for writing", html_file.string());
-  out << html_timeline(trace);
-  out.close();
-  TAGFLOW_CHECK(out.good(), "profile: writing {} failed", html_file.string());
-  fmt::print("\ntimeline: {}\n", html_file.string());
+  const ProfileSummary summary = summarize(trace);
+  fmt::print("{}", format_summary(summary));
+  write_profile_page(trace, summary, trace_file.filename().string(), html_file);
+  fmt::print("\npage: {}\n", html_file.string());
 }
 
 }  // namespace tagflow::tools

@@ -1,6 +1,6 @@
 #pragma once
 // `tagflow profile FILE`: what a trace written by the profiler says, in
-// figures, and as a timeline a browser opens offline.
+// figures (here) and as a page a browser opens offline (tools/profile_page.h).
 //
 // Note [Profile figures]
 // - An operation's *busy interval* is where its work ran: on a GPU the span
@@ -27,6 +27,8 @@
 // - The critical path: from the operation that ends last, back through the
 //   operation it read from that ended last, until one reads from nothing
 //   recorded. Its length is the sum of the busy times along it.
+// - Figures are shown as tables (figure_tables), the same cells in the text
+//   report and in the page: one code path, one rounding.
 // - Memory: per device, the blocks handed out and given back while
 //   recording, and the highest net amount.
 // - Time per device (Holistic Trace Analysis' temporal breakdown): over the
@@ -59,6 +61,18 @@ namespace tagflow::tools {
 profiler::Trace parse_chrome_trace(const std::string& text);
 /// The same, from a file; the error names the file.
 profiler::Trace read_chrome_trace(const std::filesystem::path& path);
+
+/// Where an operation's work ran: its device span on a GPU stream, else the
+/// time its closure ran (Note [Profile figures]).
+struct BusyInterval {
+  std::int64_t begin_ns = 0, end_ns = 0;
+};
+BusyInterval busy_interval(const profiler::OpEvent& e);
+/// The track it is drawn on: "gpu(0) compute stream", "cpu(1) worker 0".
+std::string track_of(const profiler::OpEvent& e);
+/// How Note [Profile figures] counts an operation's time.
+enum class OpKind { kCompute, kCopy, kCommunication };
+OpKind kind_of(const profiler::OpEvent& e);
 
 struct OperationStats {
   std::string name;
@@ -117,6 +131,14 @@ struct TimeBreakdown {
   double idle_ready_us = 0;           ///< ready, not yet started by a worker or stream
 };
 
+/// One operation of the critical path.
+struct CriticalStep {
+  std::string name;
+  std::uint64_t seq = 0;
+  std::string device;
+  double busy_us = 0;
+};
+
 struct ProfileSummary {
   double span_us = 0;
   std::vector<OperationStats> operations;  ///< largest total first
@@ -127,21 +149,33 @@ struct ProfileSummary {
   double wait_us = 0;
   std::vector<WaitStats> waits;            ///< largest total first
   std::vector<IdleGap> gaps;               ///< longest first, at most 10
-  std::vector<std::string> critical_path;  ///< first operation first
+  std::vector<CriticalStep> critical_path;  ///< first operation first
   double critical_path_us = 0;
   std::vector<MemoryFigures> memory;  ///< in device order
 };
 
 /// The figures of Note [Profile figures].
 ProfileSummary summarize(const profiler::Trace& trace);
-/// Tables on standard output.
-void print_summary(const ProfileSummary& summary);
-/// A self-contained HTML page: one row per track, a box per operation (its
-/// name, times and seq on hover), and the host threads' waits.
-std::string html_timeline(const profiler::Trace& trace);
 
-/// `tagflow profile`: prints the summary of `trace_file` and writes the
-/// timeline to `html_file`. Throws tagflow::Error for an unreadable trace.
+/// A table of figures with its cells formatted, as both the text report and
+/// the page show it. No cell holds two spaces in a row (the text report
+/// separates columns with two or more), unless an operation's name does.
+struct FigureTable {
+  std::string id;  ///< "summary", "devices", "breakdown", "idle", ...
+  std::string title;
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> rows;
+  /// Per column: whether every cell is a number (shown aligned right).
+  std::vector<bool> numeric;
+};
+/// The summary's figures, in the order the report shows them.
+std::vector<FigureTable> figure_tables(const ProfileSummary& summary);
+/// The tables as text: each table's title, then its header and rows with
+/// columns aligned.
+std::string format_summary(const ProfileSummary& summary);
+
+/// `tagflow profile`: prints the summary of `trace_file` and writes its page
+/// to `html_file`. Throws tagflow::Error for an unreadable trace.
 void run_profile(const std::filesystem::path& trace_file, const std::filesystem::path& html_file);
 
 }  // namespace tagflow::tools

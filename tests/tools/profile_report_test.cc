@@ -4,18 +4,23 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "engine/error.h"
 #include "engine/profiler.h"
 #include "tagflow/tagflow.h"
 #include "tests/ops/test_util.h"
 #include "tools/profile_compare.h"
+#include "tools/profile_page.h"
 #include "tools/profile_report.h"
 
 namespace tagflow {
@@ -112,7 +117,13 @@ TEST(ProfileReportTest, FiguresOfASyntheticTraceMatchTheHandWorkedOnes) {
   EXPECT_EQ(s.gaps[0].after, "sum");
   // From sum (ends last) back to what it read that ended last (copy at 400,
   // not conv at 300); copy reads nothing.
-  EXPECT_EQ(s.critical_path, (std::vector<std::string>{"copy #3", "sum #4"}));
+  ASSERT_EQ(s.critical_path.size(), 2u);
+  EXPECT_EQ(s.critical_path[0].name, "copy");
+  EXPECT_EQ(s.critical_path[0].seq, 3u);
+  EXPECT_EQ(s.critical_path[0].device, "gpu(0)");
+  EXPECT_DOUBLE_EQ(s.critical_path[0].busy_us, 200);
+  EXPECT_EQ(s.critical_path[1].name, "sum");
+  EXPECT_EQ(s.critical_path[1].seq, 4u);
   EXPECT_DOUBLE_EQ(s.critical_path_us, 300);
   ASSERT_EQ(s.memory.size(), 2u);
   EXPECT_EQ(s.memory[0].device, "cpu(0)");
@@ -268,18 +279,128 @@ TEST(ProfileReportTest, ARealRunRecordsOperatorsCopiesAndMemory) {
   EXPECT_FALSE(trace.waits.empty()) << "asscalar waited";
 }
 
-TEST(ProfileReportTest, TheTimelineHoldsEveryEvent) {
-  const profiler::Trace t = synthetic();
-  const std::string html = tools::html_timeline(t);
-  EXPECT_EQ(html.rfind("<!doctype html>", 0), 0u);
-  for (const profiler::OpEvent& e : t.ops) {
-    EXPECT_NE(html.find("data-seq=\"" + std::to_string(e.seq) + "\""), std::string::npos) << e.name;
-    EXPECT_NE(html.find("<title>" + e.name + " #"), std::string::npos) << e.name;
+/// The JSON data block of a profile page.
+nlohmann::json page_data(const std::string& page) {
+  const std::string open = "<script type=\"application/json\" id=\"tagflow-data\">";
+  const auto begin = page.find(open);
+  EXPECT_NE(begin, std::string::npos);
+  const auto end = page.find("</script>", begin);
+  return nlohmann::json::parse(page.substr(begin + open.size(), end - begin - open.size()));
+}
+
+/// A line of text split where two or more spaces separate its columns.
+std::vector<std::string> columns_of(const std::string& line) {
+  std::vector<std::string> out;
+  std::size_t at = line.find_first_not_of(' ');
+  while (at != std::string::npos) {
+    auto gap = line.find("  ", at);
+    out.push_back(line.substr(at, gap == std::string::npos ? std::string::npos : gap - at));
+    at = gap == std::string::npos ? gap : line.find_first_not_of(' ', gap);
   }
-  EXPECT_NE(html.find("wait_to_read for sum"), std::string::npos);
-  EXPECT_NE(html.find("wait_for_all for everything"), std::string::npos);
-  EXPECT_EQ(html.find("http://", html.find("<svg") + 60), std::string::npos)
-      << "nothing fetched from elsewhere";
+  return out;
+}
+
+TEST(ProfileReportTest, ThePageHoldsEveryEventInItsData) {
+  const profiler::Trace t = synthetic();
+  const tools::ProfileSummary s = tools::summarize(t);
+  const std::string page = tools::profile_page(t, s, "synthetic.json");
+  EXPECT_EQ(page.rfind("<!doctype html>", 0), 0u);
+  for (const char* outside : {"http://", "https://", "<link", "<script src", "@import"}) {
+    EXPECT_EQ(page.find(outside), std::string::npos) << "the page fetches nothing: " << outside;
+  }
+  const nlohmann::json data = page_data(page);
+  const nlohmann::json& ops = data["ops"];
+  ASSERT_EQ(ops["seq"].size(), t.ops.size());
+  // Times from the trace's start (load's push, at 0), in nanoseconds.
+  EXPECT_EQ(data["span_ns"], 650 * us) << "to the end of the last wait";
+  std::map<std::uint64_t, std::size_t> index;
+  for (std::size_t i = 0; i < t.ops.size(); ++i) {
+    const profiler::OpEvent& e = t.ops[i];
+    index[e.seq] = i;
+    EXPECT_EQ(ops["seq"][i], e.seq);
+    EXPECT_EQ(data["names"][ops["name"][i].get<int>()], e.name);
+    const auto busy = tools::busy_interval(e);
+    EXPECT_EQ(ops["begin"][i], busy.begin_ns) << e.name;
+    EXPECT_EQ(ops["end"][i], busy.end_ns) << e.name;
+    EXPECT_EQ(ops["push"][i], e.pushed_ns);
+    EXPECT_EQ(ops["ready"][i], e.ready_ns);
+    EXPECT_EQ(data["tracks"][ops["track"][i].get<int>()]["name"], tools::track_of(e)) << e.name;
+  }
+  ASSERT_EQ(data["flows"]["from"].size(), t.flows.size());
+  for (std::size_t f = 0; f < t.flows.size(); ++f) {
+    EXPECT_EQ(data["flows"]["from"][f], index[t.flows[f].from_seq]);
+    EXPECT_EQ(data["flows"]["to"][f], index[t.flows[f].to_seq]);
+  }
+  ASSERT_EQ(data["critical"].size(), s.critical_path.size());
+  for (std::size_t c = 0; c < s.critical_path.size(); ++c) {
+    EXPECT_EQ(data["critical"][c], index[s.critical_path[c].seq]);
+  }
+  ASSERT_EQ(data["waits"]["begin"].size(), 2u);
+  EXPECT_EQ(data["waits"]["for"][0], index[4]) << "wait_to_read waited for sum";
+  EXPECT_EQ(data["waits"]["for"][1], -1) << "wait_for_all waited for everything";
+  // Counters: cpu(0)'s memory steps through 1000, 1512, 512, 768.
+  bool memory_seen = false, queue_seen = false;
+  for (const nlohmann::json& c : data["counters"]) {
+    if (c["name"] == "cpu(0) memory") {
+      memory_seen = true;
+      EXPECT_EQ(c["v"], (std::vector<std::int64_t>{1000, 1512, 512, 768}));
+      EXPECT_EQ(c["t"], (std::vector<std::int64_t>{10 * us, 20 * us, 30 * us, 40 * us}));
+    }
+    if (c["name"] == "cpu(0) ready, not started") {
+      // load ready and started at 0; sum ready at 400, started at 500.
+      queue_seen = true;
+      EXPECT_EQ(c["t"], (std::vector<std::int64_t>{0, 400 * us, 500 * us}));
+      EXPECT_EQ(c["v"], (std::vector<std::int64_t>{0, 1, 0}));
+    }
+  }
+  EXPECT_TRUE(memory_seen && queue_seen) << data["counters"].dump();
+}
+
+TEST(ProfileReportTest, ThePageShowsTheSameFiguresAsTheText) {
+  const profiler::Trace t = synthetic();
+  const tools::ProfileSummary s = tools::summarize(t);
+  const std::string page = tools::profile_page(t, s, "synthetic.json");
+  const std::string text = tools::format_summary(s);
+  std::vector<std::vector<std::string>> text_rows;
+  for (std::size_t at = 0; at < text.size();) {
+    const auto newline = text.find('\n', at);
+    text_rows.push_back(columns_of(text.substr(at, newline - at)));
+    at = newline + 1;
+  }
+  std::size_t rows = 0;
+  for (const tools::FigureTable& table : tools::figure_tables(s)) {
+    const auto at = page.find("<table data-figure=\"" + table.id + "\">");
+    ASSERT_NE(at, std::string::npos) << table.id;
+    std::size_t cursor = at;
+    for (const std::vector<std::string>& row : table.rows) {
+      ++rows;
+      EXPECT_NE(std::find(text_rows.begin(), text_rows.end(), row), text_rows.end())
+          << table.id << ": " << fmt::format("{}", fmt::join(row, " | ")) << "\n"
+          << text;
+      for (const std::string& cell : row) {  // in the page, in order
+        cursor = page.find(">" + cell + "</td>", cursor);
+        ASSERT_NE(cursor, std::string::npos) << table.id << ": " << cell;
+      }
+    }
+  }
+  EXPECT_GE(rows, 20u) << "every table has rows for this trace";
+  EXPECT_NE(text.find("Critical path\n"), std::string::npos) << text;
+  EXPECT_NE(page.find("<tr data-op=\"2\"><td>1</td><td class=\"text\">copy</td><td>3</td>"),
+            std::string::npos)
+      << "a critical path row names its operation's index";
+}
+
+TEST(ProfileReportTest, NamesCannotBreakThePage) {
+  profiler::Trace t = synthetic();
+  t.ops[0].name = "</script><img src=x onerror=alert(1)>\xff";
+  const std::string page = tools::profile_page(t, tools::summarize(t), "a <b> & \"c\".json");
+  EXPECT_EQ(page.find("<img"), std::string::npos);
+  EXPECT_NE(page.find("&lt;/script&gt;&lt;img"), std::string::npos) << "escaped in the tables";
+  EXPECT_NE(page.find("<title>tagflow profile: a &lt;b&gt; &amp; &quot;c&quot;.json</title>"),
+            std::string::npos);
+  const nlohmann::json data = page_data(page);
+  EXPECT_EQ(data["names"][0].get<std::string>().rfind("</script><img", 0), 0u)
+      << "the data keeps the name, the invalid byte replaced";
 }
 
 TEST(ProfileReportTest, AComparisonShowsBothRunsAndWhatEachOperationNameDid) {
