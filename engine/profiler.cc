@@ -1,10 +1,13 @@
 #include "engine/profiler.h"
 
+#include <array>
 #include <chrono>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <unordered_map>
+
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +34,7 @@ Clock::time_point epoch() {
 struct Recorder {
   std::mutex mutex;
   profiler::Trace trace;
+  int rank = 0, ranks = 1;
 };
 
 Recorder& recorder() {
@@ -114,15 +118,40 @@ Scope::Scope() {
 Scope::~Scope() { detail::g_profiling.fetch_sub(1, std::memory_order_relaxed); }
 
 Trace collect() {
+  (void)detail::profiler_now();  // fixes the epoch
   detail::Recorder& r = detail::recorder();
   std::lock_guard lock(r.mutex);
-  return r.trace;
+  Trace trace = r.trace;
+  std::array<char, 256> host{};
+  if (gethostname(host.data(), host.size() - 1) == 0) trace.origin.host = host.data();
+  trace.origin.steady_epoch_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(detail::epoch().time_since_epoch())
+          .count();
+  trace.origin.rank = r.rank;
+  trace.origin.ranks = r.ranks;
+  return trace;
 }
 
 void clear() {
   detail::Recorder& r = detail::recorder();
   std::lock_guard lock(r.mutex);
   r.trace = Trace{};
+}
+
+void set_rank(int rank, int ranks) {
+  TAGFLOW_CHECK(ranks >= 1 && rank >= 0 && rank < ranks,
+                "profiler::set_rank: expected 0 <= rank < ranks, got rank {} of {}", rank, ranks);
+  detail::Recorder& r = detail::recorder();
+  std::lock_guard lock(r.mutex);
+  r.rank = rank;
+  r.ranks = ranks;
+}
+
+void mark_sync() {
+  const std::int64_t now = detail::profiler_now();
+  detail::Recorder& r = detail::recorder();
+  std::lock_guard lock(r.mutex);
+  r.trace.origin.sync_ns = now;
 }
 
 namespace {
@@ -144,6 +173,9 @@ const char* gpu_track_name(int track) {
 }  // namespace
 
 std::string to_chrome_trace(const Trace& trace) {
+  TAGFLOW_CHECK(trace.processes.empty(),
+                "to_chrome_trace: expected the trace of one process, got one merged from {}",
+                trace.processes.size());
   // Processes: 0 for the host threads' waits, then one per device in order
   // (cpu(i), then gpu(i)). Tracks: a CPU device's workers by index; a GPU's
   // compute and copy workers (0, 1), where closures run and launch, and its
@@ -271,7 +303,15 @@ std::string to_chrome_trace(const Trace& trace) {
                       {"tid", thread},
                       {"args", {{"name", "thread " + std::to_string(thread)}}}});
   }
-  return json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump();
+  const Origin& o = trace.origin;
+  const json origin = {{"host", o.host},
+                       {"steady_epoch_ns", o.steady_epoch_ns},
+                       {"sync_ns", o.sync_ns},
+                       {"rank", o.rank},
+                       {"ranks", o.ranks}};
+  return json{
+      {"traceEvents", events}, {"displayTimeUnit", "ms"}, {"otherData", {{"tagflow", origin}}}}
+      .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 void write_chrome_trace(const Trace& trace, const std::filesystem::path& path) {

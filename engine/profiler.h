@@ -24,6 +24,18 @@
 // stream itself, as marks it reaches in order: CUDA timing events on a real
 // GPU (measured from an origin event whose profiler time is known), host
 // functions run by a simulated GPU's stream thread.
+//
+// Note [Aligning traces]
+// Each process records on its own clock. A trace keeps what aligns it with
+// the traces of the other processes of a run (Trace::origin): the host, the
+// steady clock's reading at the profiler's epoch (processes on one host
+// share that clock, so their traces align exactly), and, when the program
+// marks one (mark_sync, after a barrier every process leaves together), the
+// profiler time of that shared moment, which aligns traces of processes on
+// different hosts to within the barrier's exit skew (one message latency).
+// `tagflow train --profile` under MPI marks one at the start of the window.
+// A trace merged from several processes (`tagflow profile` of several
+// files) numbers them in `process`; a process's own recording has 0 there.
 
 #include <cstdint>
 #include <filesystem>
@@ -38,6 +50,8 @@ namespace tagflow::profiler {
 /// One operation, from push to completion (Note [Profiler times]).
 struct OpEvent {
   std::string name;
+  /// Which process of a merged trace (Note [Aligning traces]).
+  int process = 0;
   Context ctx;
   QueueKind queue = QueueKind::kCompute;
   /// The worker of the device pool that ran it.
@@ -65,6 +79,7 @@ struct OpEvent {
 struct FlowEvent {
   std::uint64_t from_seq = 0;
   std::uint64_t to_seq = 0;
+  int process = 0;  ///< both operations are of this process
 };
 
 /// A host thread blocked in a wait.
@@ -74,6 +89,7 @@ struct WaitEvent {
   /// The operation waited for (the variable's last writer), when known.
   std::string waited_for;
   std::uint64_t waited_for_seq = 0;
+  int process = 0;  ///< of a merged trace; the operation waited for is of it too
   /// A small number per host thread, in order of first appearance.
   int thread = 0;
   std::int64_t started_ns = 0;
@@ -83,9 +99,22 @@ struct WaitEvent {
 /// A block of device memory handed out to an array (or given back).
 struct AllocationEvent {
   Context ctx;
+  int process = 0;          ///< of a merged trace
   std::uint64_t bytes = 0;  ///< the block's size (its size class)
   bool release = false;
   std::int64_t at_ns = 0;
+};
+
+/// Where and when a trace was recorded (Note [Aligning traces]).
+struct Origin {
+  std::string host;
+  /// The steady clock's reading (ns since its own epoch) at the profiler's epoch.
+  std::int64_t steady_epoch_ns = 0;
+  /// The profiler time of the last mark_sync(), or -1.
+  std::int64_t sync_ns = -1;
+  /// This process's rank among `ranks` (set_rank; 0 of 1 unless set).
+  int rank = 0;
+  int ranks = 1;
 };
 
 /// Everything recorded.
@@ -94,6 +123,10 @@ struct Trace {
   std::vector<FlowEvent> flows;
   std::vector<WaitEvent> waits;
   std::vector<AllocationEvent> allocations;  ///< in time order per device
+  Origin origin;
+  /// A merged trace's processes, by their `process` number ("rank 0", ...);
+  /// empty for a process's own recording.
+  std::vector<std::string> processes;
 };
 
 /// True while recording.
@@ -111,8 +144,14 @@ class Scope {
 /// A copy of what has been recorded so far. Operations still in flight are
 /// not in it: wait for them first.
 Trace collect();
-/// Drops everything recorded so far.
+/// Drops everything recorded so far (and the sync mark; not the rank).
 void clear();
+
+/// This process is `rank` of `ranks` (a distributed run); traces say so.
+void set_rank(int rank, int ranks);
+/// Marks now as a moment every process of the run shares: call it right
+/// after a barrier that all of them leave together (Note [Aligning traces]).
+void mark_sync();
 
 /// The Chrome trace format (JSON; chrome://tracing, Perfetto): a process per
 /// device and one for the host threads, a track per worker and per stream,
@@ -120,7 +159,9 @@ void clear();
 /// per flow, an event per wait, and a counter per device of the memory
 /// allocated since recording began (net of releases). Each operation's args keep what the viewers
 /// do not show (seq, priority, pushed and ready times, queue, worker, the
-/// seqs it reads from), so that `tagflow profile` can read the file back.
+/// seqs it reads from), and the trace's origin under "otherData", so that
+/// `tagflow profile` can read the file back. A trace of one process: a
+/// merged one is refused with tagflow::Error.
 std::string to_chrome_trace(const Trace& trace);
 /// Writes to_chrome_trace(trace) to `path`; throws tagflow::Error when the
 /// file cannot be written.

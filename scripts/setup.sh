@@ -19,6 +19,8 @@ packages=(
   python3          # tests/readme: the README's C++ examples, extracted at configure time
   openmpi-bin libopenmpi-dev  # training across processes (mpirun, nn/dist/mpi_communicator.cc)
   clang-14 libclang-rt-14-dev  # the fuzz targets: clang++-14 and libFuzzer (scripts/fuzz.sh)
+  chromium-headless-shell  # the profile page's browser test (tests/tools/profile_page_browser_test.py)
+  fonts-dejavu-core  # its screenshots' text
 )
 
 missing=()

@@ -203,7 +203,7 @@ struct CommandLine::Parts {
   double dist_timeout = dist::MpiOptions{}.timeout_seconds;
   std::int64_t bucket_kb = 1024;
   CLI::App* profile = nullptr;
-  std::string profile_trace;
+  std::vector<std::string> profile_traces;
   std::string profile_html;
   std::string profile_compare;
   CLI::App* bench = nullptr;
@@ -305,16 +305,17 @@ CommandLine::Parts::Parts() {
 
   profile = app.add_subcommand(
       "profile", "Summarise a trace of `train --profile` or profiler::write_chrome_trace");
-  profile->add_option("trace", profile_trace, "The Chrome trace (JSON)")->required();
-  CLI::Option* compare_option =
-      profile->add_option("--compare", profile_compare,
-                          "A second trace: print both runs' figures side by side and the change "
-                          "of each operation name's count, total and mean time (no page)");
   profile
-      ->add_option("--html", profile_html,
-                   "Where the page goes: timeline, selection, figures; one file, opens "
-                   "offline (default: the trace's name with .html)")
-      ->excludes(compare_option);
+      ->add_option("trace", profile_traces,
+                   "The Chrome trace (JSON); several: the processes of one run on one timeline "
+                   "(a name that does not exist stands for its FILE.rankN.json files)")
+      ->required();
+  profile->add_option("--compare", profile_compare,
+                      "A second run's trace: both runs' figures side by side and the change of "
+                      "each operation name's count, total and mean time; a page only with --html");
+  profile->add_option("--html", profile_html,
+                      "Where the page goes: timeline, selection, figures; one file, opens offline "
+                      "(default: the trace's name with .html)");
 
   bench = app.add_subcommand("bench", "Benchmarks that print JSON lines and a table");
   bench->require_subcommand(1);
@@ -576,14 +577,18 @@ int CommandLine::run() {
     return run_engine_bench(p.engine_options, EngineConfig::from_env()) ? 0 : 1;
   }
   if (p.profile->parsed() && !p.profile_compare.empty()) {
-    run_profile_comparison(p.profile_trace, p.profile_compare);
+    TAGFLOW_CHECK(p.profile_traces.size() == 1,
+                  "profile: --compare compares two traces, expected one before it, got {}",
+                  p.profile_traces.size());
+    if (!p.profile_html.empty()) check_output_file(p.profile_html, "profile: --html");
+    run_profile_comparison(p.profile_traces[0], p.profile_compare, p.profile_html);
     return 0;
   }
   if (p.profile->parsed()) {
     std::filesystem::path html = p.profile_html;
-    if (html.empty()) html = std::filesystem::path(p.profile_trace).replace_extension(".html");
+    if (html.empty()) html = std::filesystem::path(p.profile_traces[0]).replace_extension(".html");
     check_output_file(html, "profile: --html");
-    run_profile(p.profile_trace, html);
+    run_profile({p.profile_traces.begin(), p.profile_traces.end()}, html);
     return 0;
   }
   if (p.bench_train->parsed()) return run_train_bench(p.train_bench) ? 0 : 1;

@@ -6,6 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "tools/profile_merge.h"
+#include "tools/profile_page.h"
+
 namespace tagflow::tools {
 
 ProfileComparison compare(const ProfileSummary& a, const ProfileSummary& b) {
@@ -48,13 +51,14 @@ double percent_of(double part, double whole) { return whole > 0 ? 100 * part / w
 
 }  // namespace
 
-std::string format_comparison(const ProfileComparison& c, const std::string& a_name,
-                              const std::string& b_name) {
-  std::string out = fmt::format("A: {}\nB: {}\n\n", a_name, b_name);
-  out += fmt::format("{:<34} {:>14} {:>14} {:>9}\n", "figure", "A", "B", "change");
+std::vector<FigureTable> comparison_tables(const ProfileComparison& c) {
+  std::vector<FigureTable> tables;
+  tables.push_back({.id = "comparison",
+                    .title = "Figures of A and B",
+                    .columns = {"figure", "A", "B", "change"}});
   const auto row = [&](const std::string& what, double x, double y, const char* unit) {
-    out += fmt::format("{:<34} {:>12.1f}{:2} {:>12.1f}{:2} {:>9}\n", what, x, unit, y, unit,
-                       relative_change(x, y));
+    tables.back().rows.push_back({what, fmt::format("{:.1f} {}", x, unit),
+                                  fmt::format("{:.1f} {}", y, unit), relative_change(x, y)});
   };
   row("trace span", c.a.span_us, c.b.span_us, "us");
   std::map<std::string, std::pair<double, double>> busy;
@@ -70,21 +74,55 @@ std::string format_comparison(const ProfileComparison& c, const std::string& a_n
   row("critical path", c.a.critical_path_us, c.b.critical_path_us, "us");
   row("critical path, share of the span", percent_of(c.a.critical_path_us, c.a.span_us),
       percent_of(c.b.critical_path_us, c.b.span_us), "%");
-  out += fmt::format("\n{:<28} {:>7} {:>7} {:>12} {:>12} {:>9} {:>10} {:>10}\n", "operation",
-                     "count A", "count B", "total A us", "total B us", "change", "mean A us",
-                     "mean B us");
+
+  tables.push_back({.id = "operation-changes",
+                    .title = "Operations, the largest change of total time first",
+                    .columns = {"operation", "count A", "count B", "total A us", "total B us",
+                                "change", "mean A us", "mean B us"}});
   for (const OperationChange& o : c.operations) {
-    out += fmt::format("{:<28} {:>7} {:>7} {:>12.1f} {:>12.1f} {:>9} {:>10.1f} {:>10.1f}\n", o.name,
-                       o.count_a, o.count_b, o.total_a_us, o.total_b_us,
-                       relative_change(o.total_a_us, o.total_b_us), o.mean_a_us, o.mean_b_us);
+    tables.back().rows.push_back(
+        {o.name, std::to_string(o.count_a), std::to_string(o.count_b),
+         fmt::format("{:.1f}", o.total_a_us), fmt::format("{:.1f}", o.total_b_us),
+         relative_change(o.total_a_us, o.total_b_us), fmt::format("{:.1f}", o.mean_a_us),
+         fmt::format("{:.1f}", o.mean_b_us)});
   }
-  return out;
+  for (FigureTable& table : tables) mark_numeric_columns(table);
+  return tables;
 }
 
-void run_profile_comparison(const std::filesystem::path& a, const std::filesystem::path& b) {
-  const ProfileComparison c =
-      compare(summarize(read_chrome_trace(a)), summarize(read_chrome_trace(b)));
+std::string format_comparison(const ProfileComparison& c, const std::string& a_name,
+                              const std::string& b_name) {
+  return fmt::format("A: {}\nB: {}\n\n", a_name, b_name) + format_tables(comparison_tables(c));
+}
+
+void run_profile_comparison(const std::filesystem::path& a, const std::filesystem::path& b,
+                            const std::filesystem::path& html_file) {
+  profiler::Trace trace_a = read_chrome_trace(a);
+  profiler::Trace trace_b = read_chrome_trace(b);
+  const ProfileComparison c = compare(summarize(trace_a), summarize(trace_b));
   fmt::print("{}", format_comparison(c, a.string(), b.string()));
+  if (html_file.empty()) return;
+  // Both runs on one page, each from its first event: A's devices, then B's.
+  std::vector<profiler::Trace> traces;
+  traces.push_back(std::move(trace_a));
+  traces.push_back(std::move(trace_b));
+  const MergedTrace merged = merge_traces(std::move(traces), {"A", "B"}, Alignment::kStarts);
+  ProfileSummary summary = summarize(merged.trace);
+  summary.critical_path.clear();  // each run has its own: in the tables
+  std::vector<FigureTable> tables = comparison_tables(c);
+  for (FigureTable& table : figure_tables(summary)) {
+    if (table.id == "devices" || table.id == "breakdown" || table.id == "idle" ||
+        table.id == "memory") {
+      tables.push_back(std::move(table));
+    }
+  }
+  write_profile_page(
+      merged.trace, summary,
+      {.title = fmt::format("{} against {}", a.filename().string(), b.filename().string()),
+       .note = fmt::format("A: {}; B: {}; each from its first event", a.string(), b.string()),
+       .tables = std::move(tables)},
+      html_file);
+  fmt::print("\npage: {}\n", html_file.string());
 }
 
 }  // namespace tagflow::tools

@@ -30,13 +30,18 @@ struct ProfileComparison {
 };
 
 ProfileComparison compare(const ProfileSummary& a, const ProfileSummary& b);
-/// The comparison as text: span, busy fraction per device, copies and their
-/// overlap, waits, critical path, then the operation names; `a_name` and
-/// `b_name` head the columns.
+/// The comparison as tables: span, busy fraction per device, copies and
+/// their overlap, waits, critical path; then the operation names.
+std::vector<FigureTable> comparison_tables(const ProfileComparison& comparison);
+/// The tables as text, after the names of A and B.
 std::string format_comparison(const ProfileComparison& comparison, const std::string& a_name,
                               const std::string& b_name);
 
-/// `tagflow profile A --compare B`: prints format_comparison of the two.
-void run_profile_comparison(const std::filesystem::path& a, const std::filesystem::path& b);
+/// `tagflow profile A --compare B [--html FILE]`: prints format_comparison
+/// of the two and, given a file, writes a page with both runs on one
+/// timeline (A's devices, then B's, each from its first event) and the
+/// comparison's tables with each device's figures.
+void run_profile_comparison(const std::filesystem::path& a, const std::filesystem::path& b,
+                            const std::filesystem::path& html_file);
 
 }  // namespace tagflow::tools

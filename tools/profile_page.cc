@@ -19,6 +19,8 @@ namespace {
 
 using nlohmann::json;
 using profiler::OpEvent;
+/// An operation of one process of the trace.
+using SeqKey = std::pair<int, std::uint64_t>;
 
 std::string escape_html(const std::string& text) {
   std::string out;
@@ -61,14 +63,15 @@ std::string script_safe(const std::string& json_text) {
 
 /// Where a track sits among its device's rows: streams before workers,
 /// compute before copy, workers in order.
-std::tuple<Context, int, int, int> track_order(const OpEvent& e) {
+std::tuple<Place, int, int, int> track_order(const OpEvent& e) {
+  if (!e.ctx.is_gpu()) return {Place{e.process, e.ctx}, 0, 0, e.worker};  // one row per worker
   const int queue = e.queue == QueueKind::kCopy ? 1 : 0;
   const int stream = e.device_started_ns >= 0 ? 0 : 1;
-  return {e.ctx, queue, stream, e.ctx.is_gpu() ? 0 : e.worker};
+  return {Place{e.process, e.ctx}, queue, stream, 0};
 }
 
 /// A step series: `deltas` at their times, summed in time order.
-json counter(const std::string& name, const std::string& device, const std::string& unit,
+json counter(const std::string& name, const std::string& unit,
              std::vector<std::pair<std::int64_t, std::int64_t>> deltas) {
   std::stable_sort(deltas.begin(), deltas.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -80,12 +83,12 @@ json counter(const std::string& name, const std::string& device, const std::stri
     t.push_back(deltas[i].first);
     v.push_back(value);
   }
-  return {{"name", name}, {"device", device}, {"unit", unit}, {"t", t}, {"v", v}};
+  return {{"name", name}, {"unit", unit}, {"t", t}, {"v", v}};
 }
 
 /// The page's data (Note [The profile page]).
 json page_data(const profiler::Trace& trace, const ProfileSummary& summary,
-               const std::string& title, std::map<std::uint64_t, std::size_t>& index_of_seq) {
+               const std::string& title, std::map<SeqKey, std::size_t>& index_of_seq) {
   std::int64_t first = 0, last = 0;
   bool any = false;
   const auto extend = [&](std::int64_t begin, std::int64_t end) {
@@ -100,22 +103,22 @@ json page_data(const profiler::Trace& trace, const ProfileSummary& summary,
   for (const profiler::WaitEvent& w : trace.waits) extend(w.started_ns, w.ended_ns);
 
   // Tracks in device order, each device's in track_order.
-  std::map<std::tuple<Context, int, int, int>, std::string> track_names;
-  for (const OpEvent& e : trace.ops) track_names.emplace(track_order(e), track_of(e));
-  std::map<std::string, int> track_index;
-  std::map<Context, int> device_index;
-  json tracks = json::array(), devices = json::array();
-  for (const auto& [key, name] : track_names) {
-    const Context ctx = std::get<0>(key);
-    if (device_index.emplace(ctx, static_cast<int>(devices.size())).second) {
-      devices.push_back(ctx.str());
-    }
-    track_index.emplace(name, static_cast<int>(tracks.size()));
-    tracks.push_back({{"name", name}, {"device", device_index[ctx]}});
-  }
+  std::map<std::tuple<Place, int, int, int>, std::string> track_names;
+  for (const OpEvent& e : trace.ops) track_names.emplace(track_order(e), track_of(trace, e));
+  std::map<Place, int> device_index;
+  for (const auto& [key, name] : track_names) device_index.emplace(std::get<0>(key), 0);
   for (const profiler::AllocationEvent& a : trace.allocations) {
-    if (device_index.emplace(a.ctx, static_cast<int>(devices.size())).second) {
-      devices.push_back(a.ctx.str());
+    device_index.emplace(Place{a.process, a.ctx}, 0);
+  }
+  json tracks = json::array(), devices = json::array();
+  for (auto& [place, index] : device_index) {  // in process, then device, order
+    index = static_cast<int>(devices.size());
+    devices.push_back(device_name(trace, place));
+  }
+  std::map<std::string, int> track_index;
+  for (const auto& [key, name] : track_names) {
+    if (track_index.emplace(name, static_cast<int>(tracks.size())).second) {
+      tracks.push_back({{"name", name}, {"device", device_index[std::get<0>(key)]}});
     }
   }
 
@@ -134,12 +137,12 @@ json page_data(const profiler::Trace& trace, const ProfileSummary& summary,
   for (std::size_t i = 0; i < trace.ops.size(); ++i) {
     const OpEvent& e = trace.ops[i];
     const BusyInterval b = busy_interval(e);
-    index_of_seq[e.seq] = i;
-    ops["track"].push_back(track_index.at(track_of(e)));
+    index_of_seq[{e.process, e.seq}] = i;
+    ops["track"].push_back(track_index.at(track_of(trace, e)));
     ops["name"].push_back(name_of(e.name));
     ops["seq"].push_back(e.seq);
     ops["kind"].push_back(static_cast<int>(kind_of(e)));
-    ops["device"].push_back(device_index.at(e.ctx));
+    ops["device"].push_back(device_index.at({e.process, e.ctx}));
     ops["prio"].push_back(e.priority);
     ops["failed"].push_back(e.failed ? 1 : 0);
     ops["begin"].push_back(b.begin_ns - first);
@@ -157,26 +160,30 @@ json page_data(const profiler::Trace& trace, const ProfileSummary& summary,
 
   json flows = {{"from", json::array()}, {"to", json::array()}};
   for (const profiler::FlowEvent& f : trace.flows) {
-    const auto from = index_of_seq.find(f.from_seq);
-    const auto to = index_of_seq.find(f.to_seq);
+    const auto from = index_of_seq.find({f.process, f.from_seq});
+    const auto to = index_of_seq.find({f.process, f.to_seq});
     if (from == index_of_seq.end() || to == index_of_seq.end()) continue;
     flows["from"].push_back(from->second);
     flows["to"].push_back(to->second);
   }
 
-  std::map<int, int> thread_index;
+  std::map<std::pair<int, int>, int> thread_index;  // (process, thread)
   json threads = json::array();
   json waits = {{"thread", json::array()}, {"begin", json::array()}, {"end", json::array()},
                 {"what", json::array()},   {"for", json::array()},   {"label", json::array()}};
-  for (const profiler::WaitEvent& w : trace.waits) {
-    if (thread_index.emplace(w.thread, static_cast<int>(threads.size())).second) {
-      threads.push_back(fmt::format("host thread {}", w.thread));
-    }
+  for (const profiler::WaitEvent& w : trace.waits)
+    thread_index.emplace(std::pair{w.process, w.thread}, 0);
+  for (auto& [key, index] : thread_index) {
+    index = static_cast<int>(threads.size());
+    const auto process = static_cast<std::size_t>(key.first);
+    threads.push_back(process < trace.processes.size()
+                          ? fmt::format("{} host thread {}", trace.processes[process], key.second)
+                          : fmt::format("host thread {}", key.second));
   }
   for (const profiler::WaitEvent& w : trace.waits) {
-    const auto op = index_of_seq.find(w.waited_for_seq);
+    const auto op = index_of_seq.find({w.process, w.waited_for_seq});
     const bool known = !w.waited_for.empty() && op != index_of_seq.end();
-    waits["thread"].push_back(thread_index.at(w.thread));
+    waits["thread"].push_back(thread_index.at({w.process, w.thread}));
     waits["begin"].push_back(w.started_ns - first);
     waits["end"].push_back(w.ended_ns - first);
     waits["what"].push_back(w.what);
@@ -188,25 +195,25 @@ json page_data(const profiler::Trace& trace, const ProfileSummary& summary,
 
   // Counters per device: memory in use, and operations ready but not started.
   json counters = json::array();
-  std::map<Context, std::vector<std::pair<std::int64_t, std::int64_t>>> memory, queued;
+  std::map<Place, std::vector<std::pair<std::int64_t, std::int64_t>>> memory, queued;
   for (const profiler::AllocationEvent& a : trace.allocations) {
     const auto bytes = static_cast<std::int64_t>(a.bytes);
-    memory[a.ctx].push_back({a.at_ns - first, a.release ? -bytes : bytes});
+    memory[{a.process, a.ctx}].push_back({a.at_ns - first, a.release ? -bytes : bytes});
   }
   for (const OpEvent& e : trace.ops) {
     const std::int64_t ready = std::min(e.ready_ns, e.started_ns);
-    queued[e.ctx].push_back({ready - first, 1});
-    queued[e.ctx].push_back({e.started_ns - first, -1});
+    queued[{e.process, e.ctx}].push_back({ready - first, 1});
+    queued[{e.process, e.ctx}].push_back({e.started_ns - first, -1});
   }
-  for (const auto& [ctx, index] : device_index) {
-    if (memory.count(ctx)) {
-      counters.push_back(counter(ctx.str() + " memory", ctx.str(), "bytes", memory[ctx]));
+  for (const auto& [place, index] : device_index) {
+    const std::string device = device_name(trace, place);
+    if (memory.count(place)) {
+      counters.push_back(counter(device + " memory", "bytes", memory[place]));
       counters.back()["device"] = index;
       counters.back()["kind"] = "allocation";
     }
-    if (queued.count(ctx)) {
-      counters.push_back(
-          counter(ctx.str() + " ready, not started", ctx.str(), "operations", queued[ctx]));
+    if (queued.count(place)) {
+      counters.push_back(counter(device + " ready, not started", "operations", queued[place]));
       counters.back()["device"] = index;
       counters.back()["kind"] = "queue";
     }
@@ -214,7 +221,7 @@ json page_data(const profiler::Trace& trace, const ProfileSummary& summary,
 
   json critical = json::array();
   for (const CriticalStep& step : summary.critical_path) {
-    const auto op = index_of_seq.find(step.seq);
+    const auto op = index_of_seq.find({step.process, step.seq});
     if (op != index_of_seq.end()) critical.push_back(op->second);
   }
   json breakdown = json::array();
@@ -245,10 +252,10 @@ json page_data(const profiler::Trace& trace, const ProfileSummary& summary,
 
 /// The figure tables as HTML; a critical path step's row names its
 /// operation's index in the data, so that clicking it selects it.
-std::string figures_html(const ProfileSummary& summary,
-                         const std::map<std::uint64_t, std::size_t>& index_of_seq) {
+std::string figures_html(const std::vector<FigureTable>& tables, const ProfileSummary& summary,
+                         const std::map<SeqKey, std::size_t>& index_of_seq) {
   std::string out;
-  for (const FigureTable& table : figure_tables(summary)) {
+  for (const FigureTable& table : tables) {
     out += fmt::format("<div class=\"figure\" id=\"figure-{}\"><h3>{}</h3>\n", table.id,
                        escape_html(table.title));
     if (table.id == "breakdown") out += "<div id=\"breakdown-bars\"></div>\n";
@@ -261,7 +268,8 @@ std::string figures_html(const ProfileSummary& summary,
     for (std::size_t r = 0; r < table.rows.size(); ++r) {
       std::string attributes;
       if (table.id == "critical-path" && r < summary.critical_path.size()) {
-        const auto op = index_of_seq.find(summary.critical_path[r].seq);
+        const CriticalStep& step = summary.critical_path[r];
+        const auto op = index_of_seq.find({step.process, step.seq});
         if (op != index_of_seq.end()) attributes = fmt::format(" data-op=\"{}\"", op->second);
       } else if (table.id == "operations") {
         attributes = fmt::format(" data-name=\"{}\"", escape_html(table.rows[r][0]));
@@ -287,8 +295,9 @@ constexpr const char* kKinds[][2] = {{"compute", "Compute"},
 }  // namespace
 
 std::string profile_page(const profiler::Trace& trace, const ProfileSummary& summary,
-                         const std::string& title) {
-  std::map<std::uint64_t, std::size_t> index_of_seq;
+                         const PageText& text) {
+  const std::string& title = text.title;
+  std::map<SeqKey, std::size_t> index_of_seq;
   const json data = page_data(trace, summary, title, index_of_seq);
   std::string legend;
   for (const auto& [kind, label] : kKinds) {
@@ -304,7 +313,9 @@ std::string profile_page(const profiler::Trace& trace, const ProfileSummary& sum
   out += assets::profile_page_css();
   out += "</style></head><body>\n<header><h1>tagflow profile <span class=\"file\">";
   out += escape_html(title);
-  out += "</span></h1><p id=\"headline\"></p></header>\n";
+  out += "</span></h1><p id=\"headline\"></p>";
+  if (!text.note.empty()) out += "<p id=\"note\">" + escape_html(text.note) + "</p>";
+  out += "</header>\n";
   out += "<div id=\"toolbar\"><div id=\"legend\">\n" + legend + "</div>\n";
   out +=
       "<input id=\"search\" type=\"search\" placeholder=\"Search operations ( / )\" "
@@ -324,7 +335,8 @@ std::string profile_page(const profiler::Trace& trace, const ProfileSummary& sum
       "<h3>Its results are read by</h3><ul id=\"details-consumers\"></ul>\n"
       "<h3>Host waits on it</h3><ul id=\"details-waits\"></ul></aside></div>\n";
   out += "<section id=\"figures\"><h2>Figures</h2>\n";
-  out += figures_html(summary, index_of_seq);
+  out += figures_html(text.tables.empty() ? figure_tables(summary) : text.tables, summary,
+                      index_of_seq);
   out += "</section>\n<script type=\"application/json\" id=\"tagflow-data\">";
   out += script_safe(data.dump(-1, ' ', false, json::error_handler_t::replace));
   out += "</script>\n<script>\n";
@@ -334,8 +346,8 @@ std::string profile_page(const profiler::Trace& trace, const ProfileSummary& sum
 }
 
 void write_profile_page(const profiler::Trace& trace, const ProfileSummary& summary,
-                        const std::string& title, const std::filesystem::path& path) {
-  const std::string page = profile_page(trace, summary, title);
+                        const PageText& text, const std::filesystem::path& path) {
+  const std::string page = profile_page(trace, summary, text);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   TAGFLOW_CHECK(out.good(), "profile: cannot open {} for writing", path.string());
   out << page;

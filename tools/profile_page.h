@@ -28,19 +28,27 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "engine/profiler.h"
 #include "tools/profile_report.h"
 
 namespace tagflow::tools {
 
-/// The page of Note [The profile page] for `trace` and its `summary`;
-/// `title` names the trace (its file name).
+/// What a page says besides its trace.
+struct PageText {
+  std::string title;  ///< names the trace (its file name)
+  std::string note;   ///< a line under the headline (how traces were merged), or empty
+  /// The figures; empty for figure_tables(summary).
+  std::vector<FigureTable> tables;
+};
+
+/// The page of Note [The profile page] for `trace` and its `summary`.
 std::string profile_page(const profiler::Trace& trace, const ProfileSummary& summary,
-                         const std::string& title);
+                         const PageText& text);
 
 /// Writes profile_page(...) to `path`; throws tagflow::Error when it cannot.
 void write_profile_page(const profiler::Trace& trace, const ProfileSummary& summary,
-                        const std::string& title, const std::filesystem::path& path);
+                        const PageText& text, const std::filesystem::path& path);
 
 }  // namespace tagflow::tools

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 
 #include "engine/error.h"
 #include "ops/priority.h"
+#include "tools/profile_merge.h"
 #include "tools/profile_page.h"
 
 namespace tagflow::tools {
@@ -73,10 +75,14 @@ std::int64_t length(const std::vector<Interval>& disjoint) {
   return total;
 }
 
-/// Length of `i` inside the disjoint, sorted `cover`.
+/// Length of `i` inside the disjoint, sorted `cover` (whose ends are sorted
+/// too: the first that can overlap is found by bisection).
 std::int64_t overlap(const Interval& i, const std::vector<Interval>& cover) {
   std::int64_t total = 0;
-  for (const Interval& c : cover) {
+  const auto first = std::partition_point(cover.begin(), cover.end(),
+                                          [&](const Interval& c) { return c.end <= i.begin; });
+  for (auto it = first; it != cover.end(); ++it) {
+    const Interval& c = *it;
     if (c.begin >= i.end) break;
     total += std::max<std::int64_t>(0, std::min(i.end, c.end) - std::max(i.begin, c.begin));
   }
@@ -103,13 +109,22 @@ BusyInterval busy_interval(const OpEvent& e) {
   return {b.begin, b.end};
 }
 
-std::string track_of(const OpEvent& e) {
+std::string device_name(const profiler::Trace& trace, const Place& place) {
+  const auto process = static_cast<std::size_t>(place.first);
+  if (trace.processes.empty()) return place.second.str();
+  const std::string name =
+      process < trace.processes.size() ? trace.processes[process] : fmt::format("#{}", process);
+  return name + " " + place.second.str();
+}
+
+std::string track_of(const profiler::Trace& trace, const OpEvent& e) {
+  const std::string device = device_name(trace, {e.process, e.ctx});
   if (e.ctx.is_gpu()) {
-    const bool device = e.device_started_ns >= 0;
+    const bool stream = e.device_started_ns >= 0;
     const char* queue = e.queue == QueueKind::kCopy ? "copy" : "compute";
-    return fmt::format("{} {} {}", e.ctx.str(), queue, device ? "stream" : "worker");
+    return fmt::format("{} {} {}", device, queue, stream ? "stream" : "worker");
   }
-  return fmt::format("{} worker {}", e.ctx.str(), e.worker);
+  return fmt::format("{} worker {}", device, e.worker);
 }
 
 OpKind kind_of(const OpEvent& e) {
@@ -147,6 +162,17 @@ profiler::Trace parse_events(const std::string& text) {
     }
   }
   profiler::Trace trace;
+  if (root.contains("otherData") && root["otherData"].is_object() &&
+      root["otherData"].contains("tagflow")) {
+    const json& o = root["otherData"]["tagflow"];
+    TAGFLOW_CHECK(o.is_object(), "trace: expected otherData.tagflow to be an object, got {}",
+                  o.dump());
+    trace.origin = {.host = o.value("host", ""),
+                    .steady_epoch_ns = o.value("steady_epoch_ns", std::int64_t{0}),
+                    .sync_ns = o.value("sync_ns", std::int64_t{-1}),
+                    .rank = o.value("rank", 0),
+                    .ranks = o.value("ranks", 1)};
+  }
   std::map<std::uint64_t, std::size_t> op_index;
   std::vector<std::pair<std::uint64_t, Interval>> device_spans;
   std::map<int, std::int64_t> allocated;  // per pid: the counter's last value
@@ -252,8 +278,8 @@ ProfileSummary summarize(const profiler::Trace& trace) {
   s.span_us = to_us(last - first);
 
   std::map<std::string, OperationStats> by_name;
-  std::map<Context, std::vector<Interval>> by_device;
-  std::map<Context, std::vector<Interval>> in_flight;
+  std::map<Place, std::vector<Interval>> by_device;
+  std::map<Place, std::vector<Interval>> in_flight;
   std::vector<Interval> compute;
   for (const OpEvent& e : trace.ops) {
     const Interval b = busy(e);
@@ -263,10 +289,11 @@ ProfileSummary summarize(const profiler::Trace& trace) {
     ++n.count;
     n.total_us += us;
     n.max_us = std::max(n.max_us, us);
-    by_device[e.ctx].push_back(device_busy(e));
-    in_flight[e.ctx];  // every device gets a row
+    const Place place{e.process, e.ctx};
+    by_device[place].push_back(device_busy(e));
+    in_flight[place];  // every device gets a row
     if (e.returned_ns >= 0 && !has_device_span(e)) {
-      in_flight[e.ctx].push_back({e.returned_ns, e.ended_ns});
+      in_flight[place].push_back({e.returned_ns, e.ended_ns});
     }
     if (!is_copy(e)) compute.push_back(device_busy(e));
   }
@@ -280,34 +307,39 @@ ProfileSummary summarize(const profiler::Trace& trace) {
   for (auto& [device, intervals] : by_device) {
     const double busy_us = to_us(length(merged(intervals)));
     const double flight_us = to_us(length(merged(in_flight[device])));
-    s.devices.push_back({.device = device.str(),
+    s.devices.push_back({.device = device_name(trace, device),
                          .busy_us = busy_us,
                          .busy_fraction = s.span_us > 0 ? busy_us / s.span_us : 0,
                          .in_flight_us = flight_us,
                          .in_flight_fraction = s.span_us > 0 ? flight_us / s.span_us : 0});
   }
 
-  std::map<Context, std::array<std::vector<Interval>, 3>> kinds;  // compute, copy, communication
+  std::map<Place, std::array<std::vector<Interval>, 3>> kinds;  // compute, copy, communication
   for (const OpEvent& e : trace.ops) {
-    auto& lists = kinds[e.ctx];
+    auto& lists = kinds[{e.process, e.ctx}];
     const auto kind = static_cast<std::size_t>(kind_of(e));
     lists[kind].push_back(device_busy(e));
     if (e.returned_ns >= 0 && !has_device_span(e)) {
       lists[kind].push_back({e.returned_ns, e.ended_ns});  // in flight, as its kind
     }
   }
-  std::vector<Interval> host_waits;
-  for (const profiler::WaitEvent& w : trace.waits) host_waits.push_back({w.started_ns, w.ended_ns});
-  host_waits = merged(std::move(host_waits));
-  std::map<std::uint64_t, const OpEvent*> by_seq;
-  for (const OpEvent& e : trace.ops) by_seq[e.seq] = &e;
-  std::map<std::uint64_t, std::vector<std::uint64_t>> producers;
-  for (const profiler::FlowEvent& f : trace.flows) producers[f.to_seq].push_back(f.from_seq);
+  std::map<int, std::vector<Interval>> host_waits;  // per process
+  for (const profiler::WaitEvent& w : trace.waits) {
+    host_waits[w.process].push_back({w.started_ns, w.ended_ns});
+  }
+  for (auto& [process, waits] : host_waits) waits = merged(std::move(waits));
+  using SeqKey = std::pair<int, std::uint64_t>;  // seqs count per process
+  std::map<SeqKey, const OpEvent*> by_seq;
+  for (const OpEvent& e : trace.ops) by_seq[{e.process, e.seq}] = &e;
+  std::map<SeqKey, std::vector<SeqKey>> producers;
+  for (const profiler::FlowEvent& f : trace.flows) {
+    producers[{f.process, f.to_seq}].push_back({f.process, f.from_seq});
+  }
   /// Whether `e` waited on a producer on another device: the one it read
   /// from that ended last.
   const auto waited_elsewhere = [&](const OpEvent& e) {
     const OpEvent* last_producer = nullptr;
-    for (std::uint64_t from : producers[e.seq]) {
+    for (const SeqKey& from : producers[{e.process, e.seq}]) {
       const auto p = by_seq.find(from);
       if (p == by_seq.end()) continue;
       if (last_producer == nullptr || busy(*p->second).end > busy(*last_producer).end) {
@@ -325,22 +357,25 @@ ProfileSummary summarize(const profiler::Trace& trace) {
     std::int64_t overlapped = 0;
     for (const Interval& i : merged(other)) overlapped += overlap(i, compute_time);
     TimeBreakdown idle_causes;
-    std::vector<const OpEvent*> own;
+    std::vector<const OpEvent*> own;  // by the start of their activity
     for (const OpEvent& e : trace.ops) {
-      if (e.ctx == device) own.push_back(&e);
+      if (Place{e.process, e.ctx} == device) own.push_back(&e);
     }
+    std::stable_sort(own.begin(), own.end(), [](const OpEvent* x, const OpEvent* y) {
+      return device_busy(*x).begin < device_busy(*y).begin;
+    });
     const std::vector<Interval> active = merged(everything);
     std::int64_t cursor = first;
     const auto charge = [&](std::int64_t a, std::int64_t b) {  // the idle stretch [a, b)
       if (b <= a) return;
-      const OpEvent* next = nullptr;  // the operation whose activity ends the stretch
-      for (const OpEvent* e : own) {
-        const std::int64_t begin = device_busy(*e).begin;
-        if (begin >= b && (next == nullptr || begin < device_busy(*next).begin)) next = e;
-      }
+      // The operation whose activity ends the stretch: the first to start at
+      // or after its end.
+      const auto found = std::partition_point(
+          own.begin(), own.end(), [&](const OpEvent* e) { return device_busy(*e).begin < b; });
+      const OpEvent* next = found != own.end() ? *found : nullptr;
       const std::int64_t pushed = next != nullptr ? std::clamp(next->pushed_ns, a, b) : b;
       const std::int64_t ready = next != nullptr ? std::clamp(next->ready_ns, pushed, b) : b;
-      const std::int64_t waiting = overlap({a, pushed}, host_waits);
+      const std::int64_t waiting = overlap({a, pushed}, host_waits[device.first]);
       idle_causes.idle_host_waiting_us += to_us(waiting);
       idle_causes.idle_nothing_pushed_us += to_us(pushed - a - waiting);
       if (next != nullptr && waited_elsewhere(*next)) {
@@ -355,7 +390,7 @@ ProfileSummary summarize(const profiler::Trace& trace) {
       cursor = std::max(cursor, i.end);
     }
     charge(cursor, last);
-    s.breakdown.push_back({.device = device.str(),
+    s.breakdown.push_back({.device = device_name(trace, device),
                            .compute_us = to_us(length(compute_time)),
                            .copy_us = to_us(length(merged(lists[1]))),
                            .communication_us = to_us(length(merged(lists[2]))),
@@ -390,7 +425,7 @@ ProfileSummary summarize(const profiler::Trace& trace) {
             [](const auto& a, const auto& b) { return a.total_us > b.total_us; });
 
   std::map<std::string, std::vector<const OpEvent*>> tracks;
-  for (const OpEvent& e : trace.ops) tracks[track_of(e)].push_back(&e);
+  for (const OpEvent& e : trace.ops) tracks[track_of(trace, e)].push_back(&e);
   for (auto& [track, ops] : tracks) {
     std::sort(ops.begin(), ops.end(), [](const OpEvent* a, const OpEvent* b) {
       return device_busy(*a).begin < device_busy(*b).begin;
@@ -421,12 +456,13 @@ ProfileSummary summarize(const profiler::Trace& trace) {
   while (at != nullptr) {
     const Interval b = busy(*at);
     path.push_back({.name = at->name,
+                    .process = at->process,
                     .seq = at->seq,
-                    .device = at->ctx.str(),
+                    .device = device_name(trace, {at->process, at->ctx}),
                     .busy_us = to_us(b.end - b.begin)});
     s.critical_path_us += path.back().busy_us;
     const OpEvent* next = nullptr;
-    for (std::uint64_t from : producers[at->seq]) {
+    for (const SeqKey& from : producers[{at->process, at->seq}]) {
       const auto it = by_seq.find(from);
       if (it == by_seq.end()) continue;
       if (next == nullptr || busy(*it->second).end > busy(*next).end) next = it->second;
@@ -435,10 +471,10 @@ ProfileSummary summarize(const profiler::Trace& trace) {
   }
   s.critical_path.assign(path.rbegin(), path.rend());
 
-  std::map<Context, MemoryFigures> memory;
+  std::map<Place, MemoryFigures> memory;
   for (const profiler::AllocationEvent& a : trace.allocations) {
-    MemoryFigures& m = memory[a.ctx];
-    m.device = a.ctx.str();
+    MemoryFigures& m = memory[{a.process, a.ctx}];
+    m.device = device_name(trace, {a.process, a.ctx});
     const auto bytes = static_cast<std::int64_t>(a.bytes);
     if (a.release) {
       ++m.releases;
@@ -460,20 +496,23 @@ std::string percent(double part, double whole) {
   return fmt::format("{:.1f}%", whole > 0 ? 100 * part / whole : 0.0);
 }
 
-/// "12", "-3.5", "45.2%".
+/// "12", "-3.5", "+45.2%", "3.0 us".
 bool is_number(const std::string& cell) {
-  if (cell.empty()) return false;
+  std::size_t i = cell.size() > 0 && (cell[0] == '-' || cell[0] == '+') ? 1 : 0;
   std::size_t digits = 0;
-  for (std::size_t i = 0; i < cell.size(); ++i) {
-    const char c = cell[i];
-    if (c >= '0' && c <= '9') {
-      ++digits;
-    } else if (!(c == '.' || (c == '-' && i == 0) || (c == '%' && i + 1 == cell.size()))) {
-      return false;
-    }
+  for (; i < cell.size() && ((cell[i] >= '0' && cell[i] <= '9') || cell[i] == '.'); ++i) {
+    digits += cell[i] != '.' ? 1 : 0;
   }
-  return digits > 0;
+  if (digits == 0) return false;
+  if (i == cell.size() || (cell[i] == '%' && i + 1 == cell.size())) return true;
+  if (cell[i] != ' ' || i + 1 == cell.size()) return false;
+  for (++i; i < cell.size(); ++i) {
+    if (!std::isalpha(static_cast<unsigned char>(cell[i]))) return false;
+  }
+  return true;
 }
+
+}  // namespace
 
 void mark_numeric_columns(FigureTable& table) {
   table.numeric.assign(table.columns.size(), true);
@@ -482,7 +521,7 @@ void mark_numeric_columns(FigureTable& table) {
   }
 }
 
-}  // namespace
+namespace {}  // namespace
 
 std::vector<FigureTable> figure_tables(const ProfileSummary& s) {
   std::vector<FigureTable> tables;
@@ -576,8 +615,12 @@ std::vector<FigureTable> figure_tables(const ProfileSummary& s) {
 }
 
 std::string format_summary(const ProfileSummary& summary) {
+  return format_tables(figure_tables(summary));
+}
+
+std::string format_tables(const std::vector<FigureTable>& tables) {
   std::string out;
-  for (const FigureTable& table : figure_tables(summary)) {
+  for (const FigureTable& table : tables) {
     std::vector<std::size_t> width(table.columns.size());
     for (std::size_t c = 0; c < width.size(); ++c) width[c] = table.columns[c].size();
     for (const auto& row : table.rows) {
@@ -600,11 +643,36 @@ std::string format_summary(const ProfileSummary& summary) {
   return out;
 }
 
-void run_profile(const std::filesystem::path& trace_file, const std::filesystem::path& html_file) {
-  const profiler::Trace trace = read_chrome_trace(trace_file);
+void run_profile(const std::vector<std::filesystem::path>& trace_files,
+                 const std::filesystem::path& html_file) {
+  std::vector<std::filesystem::path> files;
+  for (const std::filesystem::path& file : trace_files) {
+    for (const std::filesystem::path& found : tools::trace_files(file)) files.push_back(found);
+  }
+  TAGFLOW_CHECK(!files.empty(), "profile: expected at least one trace");
+  std::vector<profiler::Trace> traces;
+  for (const std::filesystem::path& file : files) traces.push_back(read_chrome_trace(file));
+  std::string title = files[0].filename().string();
+  std::string note;
+  profiler::Trace trace;
+  if (traces.size() == 1) {
+    trace = std::move(traces[0]);
+  } else {
+    // Ranks of one run are named by rank; other files by their names.
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < traces.size(); ++i) {
+      const profiler::Origin& o = traces[i].origin;
+      names.push_back(o.ranks > 1 ? fmt::format("rank {}", o.rank) : files[i].stem().string());
+    }
+    MergedTrace merged = merge_traces(std::move(traces), names, Alignment::kSameRun);
+    note = fmt::format("{} processes on one timeline, aligned {}", files.size(), merged.alignment);
+    title = fmt::format("{} and {} more", title, files.size() - 1);
+    trace = std::move(merged.trace);
+    fmt::print("{}\n\n", note);
+  }
   const ProfileSummary summary = summarize(trace);
   fmt::print("{}", format_summary(summary));
-  write_profile_page(trace, summary, trace_file.filename().string(), html_file);
+  write_profile_page(trace, summary, {.title = title, .note = note}, html_file);
   fmt::print("\npage: {}\n", html_file.string());
 }
 

@@ -49,6 +49,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/profiler.h"
@@ -68,8 +69,13 @@ struct BusyInterval {
   std::int64_t begin_ns = 0, end_ns = 0;
 };
 BusyInterval busy_interval(const profiler::OpEvent& e);
-/// The track it is drawn on: "gpu(0) compute stream", "cpu(1) worker 0".
-std::string track_of(const profiler::OpEvent& e);
+/// A device of one process of the trace (Note [Aligning traces]).
+using Place = std::pair<int, Context>;
+/// "gpu(0)", or in a trace merged from several processes "rank 1 gpu(0)".
+std::string device_name(const profiler::Trace& trace, const Place& place);
+/// The track an operation is drawn on: "gpu(0) compute stream", "cpu(1)
+/// worker 0" (after the process's name in a merged trace).
+std::string track_of(const profiler::Trace& trace, const profiler::OpEvent& e);
 /// How Note [Profile figures] counts an operation's time.
 enum class OpKind { kCompute, kCopy, kCommunication };
 OpKind kind_of(const profiler::OpEvent& e);
@@ -134,6 +140,7 @@ struct TimeBreakdown {
 /// One operation of the critical path.
 struct CriticalStep {
   std::string name;
+  int process = 0;  ///< of a merged trace
   std::uint64_t seq = 0;
   std::string device;
   double busy_us = 0;
@@ -147,8 +154,8 @@ struct ProfileSummary {
   double copy_us = 0;
   double copy_overlapped_us = 0;
   double wait_us = 0;
-  std::vector<WaitStats> waits;            ///< largest total first
-  std::vector<IdleGap> gaps;               ///< longest first, at most 10
+  std::vector<WaitStats> waits;             ///< largest total first
+  std::vector<IdleGap> gaps;                ///< longest first, at most 10
   std::vector<CriticalStep> critical_path;  ///< first operation first
   double critical_path_us = 0;
   std::vector<MemoryFigures> memory;  ///< in device order
@@ -168,14 +175,21 @@ struct FigureTable {
   /// Per column: whether every cell is a number (shown aligned right).
   std::vector<bool> numeric;
 };
+/// Sets `table.numeric` from its cells.
+void mark_numeric_columns(FigureTable& table);
 /// The summary's figures, in the order the report shows them.
 std::vector<FigureTable> figure_tables(const ProfileSummary& summary);
-/// The tables as text: each table's title, then its header and rows with
+/// Tables as text: each table's title, then its header and rows with
 /// columns aligned.
+std::string format_tables(const std::vector<FigureTable>& tables);
+/// format_tables(figure_tables(summary)).
 std::string format_summary(const ProfileSummary& summary);
 
-/// `tagflow profile`: prints the summary of `trace_file` and writes its page
-/// to `html_file`. Throws tagflow::Error for an unreadable trace.
-void run_profile(const std::filesystem::path& trace_file, const std::filesystem::path& html_file);
+/// `tagflow profile`: prints the summary of the traces (one, or one per
+/// process of a run, put on one clock: tools/profile_merge.h; a file that
+/// does not exist stands for its rank files) and writes the page to
+/// `html_file`. Throws tagflow::Error for an unreadable trace.
+void run_profile(const std::vector<std::filesystem::path>& trace_files,
+                 const std::filesystem::path& html_file);
 
 }  // namespace tagflow::tools

@@ -18,6 +18,7 @@
 
 #include "tagflow/dist.h"
 #include "tagflow/tagflow.h"
+#include "tools/profile_merge.h"
 
 namespace tagflow::tools {
 
@@ -202,20 +203,29 @@ BatchWindow profiled_batches(std::int64_t batches_per_epoch) {
 
 /// Starts recording before batch `window.begin`; before batch `window.end`
 /// (or at the end of an epoch that is shorter), waits for the work in
-/// flight, stops and writes the trace to `path`.
+/// flight, stops and writes the trace to `path`. Across processes, each
+/// records its own trace, and `processes`' barrier at the start gives them
+/// a common moment (Note [Aligning traces]).
 void profile_window(std::optional<profiler::Scope>& scope, std::int64_t batch, BatchWindow window,
-                    std::int64_t batches_per_epoch, const std::filesystem::path& path) {
+                    std::int64_t batches_per_epoch, const std::filesystem::path& path,
+                    dist::MpiCommunicator* processes) {
   if (batch == window.begin && !scope) {
     Engine::get().wait_for_all();  // the trace starts from idle devices
     scope.emplace();
+    if (processes != nullptr) {
+      processes->barrier();
+      profiler::mark_sync();
+    }
   } else if (batch == window.end && scope) {
     Engine::get().wait_for_all();
     scope.reset();
     const profiler::Trace trace = profiler::collect();
     profiler::write_chrome_trace(trace, path);
     profiler::clear();
-    fmt::print(stderr, "train: wrote a trace of {} operations (batches {} to {} of {}) to {}\n",
-               trace.ops.size(), window.begin, window.end - 1, batches_per_epoch, path.string());
+    if (trace.origin.rank != 0) return;  // the first process speaks for all
+    fmt::print(stderr, "train: wrote a trace of {} operations (batches {} to {} of {}) to {}{}\n",
+               trace.ops.size(), window.begin, window.end - 1, batches_per_epoch, path.string(),
+               trace.origin.ranks > 1 ? ", and one per other process beside it" : "");
   }
 }
 
@@ -326,7 +336,12 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
   const bool speaks = rank == 0;  // only the first process prints and saves
   // Before any work, so that a run's result is not lost at its end.
   if (speaks && !options.save.empty()) check_output_file(options.save, "train: --save");
-  if (speaks && !options.profile.empty()) check_output_file(options.profile, "train: --profile");
+  // Each process records its own trace (tools/profile_merge.h).
+  const std::filesystem::path profile_file =
+      options.profile.empty() ? std::filesystem::path()
+                              : rank_trace_file(options.profile, rank, process_count);
+  if (!options.profile.empty()) check_output_file(profile_file, "train: --profile");
+  profiler::set_rank(rank, process_count);
   for (Context c : options.devices) check_device(c);
   const std::vector<Context>& devices = options.devices;
   // Several devices whose kernels run on the host (cpu(i), simulated GPUs)
@@ -448,8 +463,8 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
     std::optional<profiler::Scope> profiling;
     progress_line.start(epoch + 1, "train", batches_per_epoch);
     for (const data::Batch& batch : train_data) {
-      if (epoch == 0 && speaks && !options.profile.empty()) {
-        profile_window(profiling, batches, profiled, batches_per_epoch, options.profile);
+      if (epoch == 0 && !options.profile.empty()) {
+        profile_window(profiling, batches, profiled, batches_per_epoch, profile_file, processes);
       }
       // Each device takes its slice of the batch (copies on the copy
       // queues); forward and backward run on every device at once.
@@ -485,7 +500,7 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
       });
     }
     if (profiling) {
-      profile_window(profiling, profiled.end, profiled, batches_per_epoch, options.profile);
+      profile_window(profiling, profiled.end, profiled, batches_per_epoch, profile_file, processes);
     }
     const std::vector<double> totals = over_processes(
         processes, {sum_on_host(total_loss), sum_on_host(correct), static_cast<double>(samples)});

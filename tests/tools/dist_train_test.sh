@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `tagflow train --dist mpi` under mpirun, end to end (ctest runs each case):
-#   same     2 processes train as 1 process with the same global batch
+#   same     2 processes train as 1 process with the same global batch; each
+#            writes its trace, and `tagflow profile` puts both on one timeline
 #   killed   a rank killed mid-training ends the job with an error
 #   stopped  a rank that stops answering: the others time out (10 s) and end the job
 #   failing  a rank that fails at start-up ends the job at once, saying why
@@ -90,7 +91,7 @@ case "$case_name" in
   same)
     "$tagflow" "${train[@]}" --epochs 1 >"$work"/one 2>"$work"/err || fail "one process failed"
     "${mpirun[@]}" -np 2 "$tagflow" "${train[@]}" --epochs 1 --dist mpi --bucket-kb 16 \
-      >"$work"/out 2>"$work"/err || fail "two processes failed"
+      --profile "$work"/trace.json >"$work"/out 2>"$work"/err || fail "two processes failed"
     [ "$(grep -c '^epoch' "$work"/out)" -eq 1 ] || fail "expected one epoch line, from rank 0 only"
     grep -q "in each of 2 processes (mpi)" "$work"/out || fail "the header does not say 2 processes"
     one=$(loss_of "$work"/one)
@@ -99,6 +100,18 @@ case "$case_name" in
     awk -v a="$one" -v b="$two" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 2e-3 * a) }' ||
       fail "the loss of 2 processes ($two) is not that of 1 process ($one)"
     echo "same: 1 process loss $one, 2 processes loss $two"
+    for rank in 0 1; do
+      [ -s "$work/trace.rank$rank.json" ] || fail "rank $rank wrote no trace.rank$rank.json"
+    done
+    "$tagflow" profile "$work"/trace.json --html "$work"/page.html >"$work"/profile ||
+      fail "tagflow profile of the two ranks' traces failed: $(cat "$work"/profile)"
+    grep -q "^2 processes on one timeline, aligned on the steady clock of " "$work"/profile ||
+      fail "the two traces were not aligned on the host's clock: $(head -3 "$work"/profile)"
+    for rank in 0 1; do
+      grep -q "^  rank $rank cpu(0) " "$work"/profile || fail "no figures for rank $rank's cpu(0)"
+      grep -q "rank $rank cpu(0) worker 0" "$work"/page.html || fail "no row for rank $rank"
+    done
+    echo "same: both ranks' traces on one page"
     ;;
   killed)
     start_two_ranks 60

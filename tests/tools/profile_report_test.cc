@@ -301,9 +301,17 @@ std::vector<std::string> columns_of(const std::string& line) {
 }
 
 TEST(ProfileReportTest, ThePageHoldsEveryEventInItsData) {
-  const profiler::Trace t = synthetic();
+  profiler::Trace t = synthetic();
+  t.ops.push_back({.name = "stage",
+                   .ctx = cpu(0),
+                   .queue = QueueKind::kCopy,
+                   .seq = 5,
+                   .pushed_ns = 600 * us,
+                   .ready_ns = 600 * us,
+                   .started_ns = 600 * us,
+                   .ended_ns = 610 * us});
   const tools::ProfileSummary s = tools::summarize(t);
-  const std::string page = tools::profile_page(t, s, "synthetic.json");
+  const std::string page = tools::profile_page(t, s, {.title = "synthetic.json"});
   EXPECT_EQ(page.rfind("<!doctype html>", 0), 0u);
   for (const char* outside : {"http://", "https://", "<link", "<script src", "@import"}) {
     EXPECT_EQ(page.find(outside), std::string::npos) << "the page fetches nothing: " << outside;
@@ -324,7 +332,14 @@ TEST(ProfileReportTest, ThePageHoldsEveryEventInItsData) {
     EXPECT_EQ(ops["end"][i], busy.end_ns) << e.name;
     EXPECT_EQ(ops["push"][i], e.pushed_ns);
     EXPECT_EQ(ops["ready"][i], e.ready_ns);
-    EXPECT_EQ(data["tracks"][ops["track"][i].get<int>()]["name"], tools::track_of(e)) << e.name;
+    EXPECT_EQ(data["tracks"][ops["track"][i].get<int>()]["name"], tools::track_of(t, e)) << e.name;
+  }
+  // A row per track, each with operations: a CPU device's copy-queue
+  // operation runs on its worker's row.
+  std::vector<int> ops_per_track(data["tracks"].size());
+  for (const nlohmann::json& track : ops["track"]) ++ops_per_track.at(track.get<std::size_t>());
+  for (std::size_t k = 0; k < ops_per_track.size(); ++k) {
+    EXPECT_GT(ops_per_track[k], 0) << data["tracks"][k].dump();
   }
   ASSERT_EQ(data["flows"]["from"].size(), t.flows.size());
   for (std::size_t f = 0; f < t.flows.size(); ++f) {
@@ -347,10 +362,11 @@ TEST(ProfileReportTest, ThePageHoldsEveryEventInItsData) {
       EXPECT_EQ(c["t"], (std::vector<std::int64_t>{10 * us, 20 * us, 30 * us, 40 * us}));
     }
     if (c["name"] == "cpu(0) ready, not started") {
-      // load ready and started at 0; sum ready at 400, started at 500.
+      // load ready and started at 0; sum ready at 400, started at 500;
+      // stage ready and started at 600.
       queue_seen = true;
-      EXPECT_EQ(c["t"], (std::vector<std::int64_t>{0, 400 * us, 500 * us}));
-      EXPECT_EQ(c["v"], (std::vector<std::int64_t>{0, 1, 0}));
+      EXPECT_EQ(c["t"], (std::vector<std::int64_t>{0, 400 * us, 500 * us, 600 * us}));
+      EXPECT_EQ(c["v"], (std::vector<std::int64_t>{0, 1, 0, 0}));
     }
   }
   EXPECT_TRUE(memory_seen && queue_seen) << data["counters"].dump();
@@ -359,7 +375,7 @@ TEST(ProfileReportTest, ThePageHoldsEveryEventInItsData) {
 TEST(ProfileReportTest, ThePageShowsTheSameFiguresAsTheText) {
   const profiler::Trace t = synthetic();
   const tools::ProfileSummary s = tools::summarize(t);
-  const std::string page = tools::profile_page(t, s, "synthetic.json");
+  const std::string page = tools::profile_page(t, s, {.title = "synthetic.json"});
   const std::string text = tools::format_summary(s);
   std::vector<std::vector<std::string>> text_rows;
   for (std::size_t at = 0; at < text.size();) {
@@ -393,7 +409,8 @@ TEST(ProfileReportTest, ThePageShowsTheSameFiguresAsTheText) {
 TEST(ProfileReportTest, NamesCannotBreakThePage) {
   profiler::Trace t = synthetic();
   t.ops[0].name = "</script><img src=x onerror=alert(1)>\xff";
-  const std::string page = tools::profile_page(t, tools::summarize(t), "a <b> & \"c\".json");
+  const std::string page =
+      tools::profile_page(t, tools::summarize(t), {.title = "a <b> & \"c\".json"});
   EXPECT_EQ(page.find("<img"), std::string::npos);
   EXPECT_NE(page.find("&lt;/script&gt;&lt;img"), std::string::npos) << "escaped in the tables";
   EXPECT_NE(page.find("<title>tagflow profile: a &lt;b&gt; &amp; &quot;c&quot;.json</title>"),

@@ -111,6 +111,7 @@
     return [1, "ns"];
   }
   function formatTime(ns) {
+    if (Math.abs(ns) < 0.5) return "0 ns";  // no "-0"
     const [scale, name] = unitFor(ns);
     const value = ns / scale;
     const digits = Math.abs(value) >= 100 ? 1 : Math.abs(value) >= 10 ? 2 : 3;
@@ -382,7 +383,8 @@
     return 10 * power;
   }
   function tickLabel(t, step) {
-    const [scale, name] = unitFor(step);
+    // The unit of the largest time shown, with the digits the step needs.
+    const [scale, name] = unitFor(Math.max(Math.abs(state.t0), Math.abs(state.t1), step));
     const digits = Math.max(0, Math.min(3, Math.ceil(-Math.log10(step / scale) + 1e-9)));
     return (t / scale).toFixed(digits) + " " + name;
   }
@@ -684,6 +686,12 @@
   function select(i, reveal) {
     state.selected = i;
     showDetails();
+    try {  // some browsers refuse it for pages opened from disk
+      const here = window.location.pathname + window.location.search;
+      window.history.replaceState(null, "", i >= 0 ? here + "#seq=" + ops.seq[i] : here);
+    } catch (error) {
+      // the address is a convenience: selection works without it
+    }
     if (reveal && i >= 0) {
       const b = begin[i], e = end[i];
       if (b < state.t0 || e > state.t1) zoomToOp(i);
@@ -912,7 +920,8 @@
       bars.appendChild(row);
     }
   }
-  document.getElementById("headline").textContent = opCount + " operations on " +
+  document.getElementById("headline").textContent = opCount === 0
+    ? "The trace holds no operation." : opCount + " operations on " +
     data.devices.length + (data.devices.length === 1 ? " device" : " devices") + " over " +
     formatTime(span) + "; " + waitCount + " host waits; the critical path holds " +
     data.critical.length + " operations.";
@@ -927,6 +936,20 @@
     layout();
     drawNow();
   });
+
+  // A link to an operation: page.html#seq=123 (the seq of the text report)
+  // selects it on opening; selecting one puts its seq in the address.
+  const linked = /^#seq=(\d+)$/.exec(window.location.hash);
+  if (linked !== null) {
+    const seq = Number(linked[1]);
+    for (let i = 0; i < opCount; ++i) {
+      if (ops.seq[i] === seq) {
+        select(i, false);
+        zoomToOp(i);
+        break;
+      }
+    }
+  }
 
   // For tests and scripts that drive the page (Note [The profile page]).
   window.tagflowPage = {
