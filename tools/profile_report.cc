@@ -365,6 +365,7 @@ ProfileSummary summarize(const profiler::Trace& trace) {
       return device_busy(*x).begin < device_busy(*y).begin;
     });
     const std::vector<Interval> active = merged(everything);
+    const std::vector<Interval>& own_host_waits = host_waits[device.first];  // its process's
     std::int64_t cursor = first;
     const auto charge = [&](std::int64_t a, std::int64_t b) {  // the idle stretch [a, b)
       if (b <= a) return;
@@ -375,7 +376,7 @@ ProfileSummary summarize(const profiler::Trace& trace) {
       const OpEvent* next = found != own.end() ? *found : nullptr;
       const std::int64_t pushed = next != nullptr ? std::clamp(next->pushed_ns, a, b) : b;
       const std::int64_t ready = next != nullptr ? std::clamp(next->ready_ns, pushed, b) : b;
-      const std::int64_t waiting = overlap({a, pushed}, host_waits[device.first]);
+      const std::int64_t waiting = overlap({a, pushed}, own_host_waits);
       idle_causes.idle_host_waiting_us += to_us(waiting);
       idle_causes.idle_nothing_pushed_us += to_us(pushed - a - waiting);
       if (next != nullptr && waited_elsewhere(*next)) {
