@@ -125,4 +125,27 @@ NDArray AvgPool2D::forward(const NDArray& x) {
   return pool2d(x, PoolType::kAverage, options_);
 }
 
+namespace {
+
+/// One window over the whole image.
+Pool2DOptions whole_image(const Block& block, const NDArray& x) {
+  check_image_input(block, x);
+  const auto height = x.shape()[2], width = x.shape()[3];
+  TAGFLOW_CHECK(height > 0 && width > 0,
+                "{}: expected an image of at least one pixel, got shape ({})", block.name(),
+                x.shape().str());
+  const std::array<int, 2> size{static_cast<int>(height), static_cast<int>(width)};
+  return {.kernel = size, .stride = size};
+}
+
+}  // namespace
+
+NDArray GlobalAvgPool2D::forward(const NDArray& x) {
+  return pool2d(x, PoolType::kAverage, whole_image(*this, x));
+}
+
+NDArray GlobalMaxPool2D::forward(const NDArray& x) {
+  return pool2d(x, PoolType::kMax, whole_image(*this, x));
+}
+
 }  // namespace tagflow::nn

@@ -1,5 +1,6 @@
 #pragma once
-// The image layers: Conv2D, MaxPool2D, AvgPool2D, on NCHW float32 input.
+// The image layers: Conv2D, MaxPool2D, AvgPool2D, GlobalAvgPool2D,
+// GlobalMaxPool2D, on NCHW float32 input.
 // The tutorial's LeNet:
 //
 //   nn::Sequential net;
@@ -76,6 +77,25 @@ class AvgPool2D : public Block {
 
  private:
   Pool2DOptions options_;
+};
+
+/// The mean of each channel over the whole image: (N, C, H, W) to
+/// (N, C, 1, 1), as Gluon's GlobalAvgPool2D (ResNet's last pooling).
+class GlobalAvgPool2D : public Block {
+ public:
+  GlobalAvgPool2D() : Block("pool") {}
+  NDArray forward(const NDArray& x) override;
+  std::string describe() const override { return "GlobalAvgPool2D(output_size=(1, 1))"; }
+};
+
+/// The maximum of each channel over the whole image: (N, C, H, W) to
+/// (N, C, 1, 1); its gradient goes to the element max pooling picks (Note
+/// [Gradient of max pooling] in ops/pool.h).
+class GlobalMaxPool2D : public Block {
+ public:
+  GlobalMaxPool2D() : Block("pool") {}
+  NDArray forward(const NDArray& x) override;
+  std::string describe() const override { return "GlobalMaxPool2D(output_size=(1, 1))"; }
 };
 
 }  // namespace tagflow::nn

@@ -84,3 +84,4 @@
 // nn/models: networks written with the above
 #include "nn/models/lenet.h"
 #include "nn/models/mlp.h"
+#include "nn/models/resnet.h"

@@ -245,9 +245,11 @@ CommandLine::Parts::Parts() {
   selftest->add_flag("--json", selftest_options.json, "One JSON line per check instead of a table");
 
   train = app.add_subcommand(
-      "train", "Train the tutorials' LeNet (or an MLP) on Fashion-MNIST and report each epoch");
+      "train",
+      "Train the tutorials' LeNet (or an MLP, or ResNet-18) on Fashion-MNIST and report each "
+      "epoch");
   train->add_option("--model", train_options.model, "Network")
-      ->check(CLI::IsMember({"lenet", "mlp"}))
+      ->check(CLI::IsMember({"lenet", "mlp", "resnet18"}))
       ->capture_default_str();
   train
       ->add_option("--devices", train_devices,

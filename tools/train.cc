@@ -260,7 +260,13 @@ std::vector<Context> parse_devices(const std::string& text, const char* command)
 std::shared_ptr<nn::Sequential> build_model(const std::string& name) {
   if (name == "lenet") return std::make_shared<nn::Sequential>(models::lenet());
   if (name == "mlp") return std::make_shared<nn::Sequential>(models::mlp());
-  detail::throw_error("train: unknown model \"{}\"; expected lenet or mlp", name);
+  if (name == "resnet18") return std::make_shared<nn::Sequential>(models::resnet18(10, 1));
+  detail::throw_error("train: unknown model \"{}\"; expected lenet, mlp or resnet18", name);
+}
+
+init::InitializerPtr model_initializer(const std::string& name) {
+  // ResNet-18 as the tutorials' multi-GPU chapter initialises it.
+  return name == "resnet18" ? init::Normal(0.01) : init::Xavier();
 }
 
 double default_learning_rate(const std::string& optimizer) {
@@ -404,7 +410,7 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
   // Across processes, only the first reads the parameter file; the others'
   // values are replaced by its own below.
   if (options.load.empty() || rank != 0) {
-    net->initialize(init::Xavier(), devices);
+    net->initialize(model_initializer(options.model), devices);
   } else {
     net->load_parameters(options.load, devices);
   }

@@ -69,9 +69,13 @@ struct TrainOptions {
 /// that does not exist.
 std::vector<Context> parse_devices(const std::string& text, const char* command = "train");
 
-/// The network `name` ("lenet" or "mlp"), not yet initialized. Throws
+/// The network `name` ("lenet", "mlp" or "resnet18" for 1-channel images),
+/// not yet initialized. Throws
 /// tagflow::Error for another name.
 std::shared_ptr<nn::Sequential> build_model(const std::string& name);
+/// How `tagflow train` initialises that network: Xavier, or Normal(0.01)
+/// for resnet18 (as the tutorials' multi-GPU chapter).
+init::InitializerPtr model_initializer(const std::string& name);
 
 /// The learning rate `tagflow train` uses with `optimizer` when none is
 /// given: 0.1 for "sgd", 0.001 for "adam" (Adam's steps are scaled by the

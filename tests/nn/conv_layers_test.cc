@@ -1,4 +1,4 @@
-// The image layers (Conv2D, MaxPool2D, AvgPool2D) against plain double
+// The image layers (Conv2D, MaxPool2D, AvgPool2D, the global poolings) against plain double
 // loops, the tutorial's LeNet on every device, and parameter files on
 // blocks: structural names, loading into a fresh network on another device,
 // and files that do not fit the network.
@@ -149,6 +149,60 @@ TEST(ConvLayersTest, PoolingLayersStepByTheirWindowUnlessToldAndMatchPlainLoops)
     expect_close(a.to_vector<float>(), pool_reference(x, 6, 9, 8, 3, 2, 1, false), 1e-6, 1e-6,
                  "AvgPool2D(3, 2, 1) on " + ctx.str());
   }
+}
+
+TEST(ConvLayersTest, GlobalPoolingTakesEachChannelsMeanOrMaximumAndItsGradientOnEveryDevice) {
+  const int n = 2, c = 3, h = 5, w = 7;
+  const std::vector<float> x = random_floats(n * c * h * w, -2, 2, 11);
+  const std::vector<float> r = random_floats(n * c, -1, 1, 12);  // d loss / d output
+  // Plain loops in double: each channel's mean and first maximum; the
+  // gradient of sum(y * r) spreads r / (h w) over the channel, or gives r to
+  // the maximum.
+  std::vector<double> mean(n * c), max(n * c), mean_grad(x.size()), max_grad(x.size());
+  for (int plane = 0; plane < n * c; ++plane) {
+    double total = 0;
+    int best = plane * h * w;
+    for (int i = plane * h * w; i < (plane + 1) * h * w; ++i) {
+      total += x[static_cast<std::size_t>(i)];
+      if (x[static_cast<std::size_t>(i)] > x[static_cast<std::size_t>(best)]) best = i;
+    }
+    mean[static_cast<std::size_t>(plane)] = total / (h * w);
+    max[static_cast<std::size_t>(plane)] = x[static_cast<std::size_t>(best)];
+    for (int i = plane * h * w; i < (plane + 1) * h * w; ++i) {
+      mean_grad[static_cast<std::size_t>(i)] = double{r[static_cast<std::size_t>(plane)]} / (h * w);
+    }
+    max_grad[static_cast<std::size_t>(best)] = r[static_cast<std::size_t>(plane)];
+  }
+  for (Context ctx : all_devices()) {
+    SCOPED_TRACE(ctx.str());
+    for (const bool average : {true, false}) {
+      NDArray input = array(x, {n, c, h, w}, ctx);
+      input.attach_grad();
+      nn::GlobalAvgPool2D avg_pool;
+      nn::GlobalMaxPool2D max_pool;
+      NDArray y;
+      {
+        auto recording = autograd::record();
+        y = average ? avg_pool(input) : max_pool(input);
+        sum(y * array(r, {n, c, 1, 1}, ctx)).backward();
+      }
+      ASSERT_EQ(y.shape(), (Shape{n, c, 1, 1}));
+      expect_close(y.to_vector<float>(), average ? mean : max, 1e-6, 1e-6,
+                   average ? "GlobalAvgPool2D" : "GlobalMaxPool2D");
+      expect_close(input.grad().to_vector<float>(), average ? mean_grad : max_grad, 1e-6, 1e-6,
+                   average ? "GlobalAvgPool2D's gradient" : "GlobalMaxPool2D's gradient");
+    }
+  }
+  nn::GlobalAvgPool2D pool;
+  EXPECT_NE(error_of([&] {
+              (void)pool(ones({2, 3}));
+            }).find("(batch, channels, height, width)"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              (void)pool(ones({1, 2, 0, 3}));
+            }).find("at least one pixel"),
+            std::string::npos);
+  EXPECT_EQ(pool.describe(), "GlobalAvgPool2D(output_size=(1, 1))");
 }
 
 TEST(ConvLayersTest, TheTutorialsLeNetInfersItsShapesAndAgreesAcrossDevices) {

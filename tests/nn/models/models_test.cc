@@ -39,9 +39,63 @@ TEST(ModelsTest, MlpScoresEachClass) {
   EXPECT_EQ(parameter_count(net), (784 * 256 + 256) + (256 * 128 + 128) + (128 * 7 + 7));
 }
 
+/// Parameters of a k x k convolution with bias, and of a batch norm (gamma,
+/// beta and the two running statistics).
+std::int64_t conv(std::int64_t in, std::int64_t out, std::int64_t k) {
+  return out * in * k * k + out;
+}
+std::int64_t batch_norm(std::int64_t channels) { return 4 * channels; }
+/// A residual block from `in` to `out` channels, projected when they differ.
+std::int64_t residual(std::int64_t in, std::int64_t out) {
+  return conv(in, out, 3) + conv(out, out, 3) + (in != out ? conv(in, out, 1) : 0) +
+         2 * batch_norm(out);
+}
+
+TEST(ModelsTest, Resnet18HasTheChaptersLayersOnEveryDevice) {
+  nn::Sequential net = models::resnet18(10, 1);
+  // conv, batch norm, relu, four stages, global pooling, dense.
+  ASSERT_EQ(net.size(), 9U);
+  for (std::size_t stage = 3; stage < 7; ++stage) {
+    const auto& blocks = net.at<nn::Sequential>(stage);
+    ASSERT_EQ(blocks.size(), 2U);
+    // The first block of stages 2 to 4 halves the image, with a projection.
+    EXPECT_EQ(blocks.at<models::Residual>(0).children().size(), stage == 3 ? 4U : 5U);
+    EXPECT_EQ(blocks.at<models::Residual>(1).children().size(), 4U);
+  }
+  const std::int64_t expected = conv(1, 64, 3) + batch_norm(64) + residual(64, 64) +
+                                residual(64, 64) + residual(64, 128) + residual(128, 128) +
+                                residual(128, 256) + residual(256, 256) + residual(256, 512) +
+                                residual(512, 512) + (512 * 10 + 10);
+  net.initialize(init::Normal(0.01), testing::all_devices());
+  // 28x28 images: the stages see 28, 14, 7 and 4 pixels.
+  NDArray x = random::uniform(0, 1, {2, 1, 28, 28}, cpu(0));
+  NDArray y = x;
+  for (std::size_t i = 0; i < net.size(); ++i) {
+    y = net[i](y);
+    if (i >= 3 && i <= 6) {
+      const std::int64_t side[] = {28, 14, 7, 4};
+      EXPECT_EQ(y.shape(), (Shape{2, 64 << (i - 3), side[i - 3], side[i - 3]})) << "stage " << i;
+    }
+  }
+  EXPECT_EQ(y.shape(), Shape({2, 10}));
+  EXPECT_EQ(parameter_count(net), expected) << "once the first call inferred the shapes";
+  // Smaller images on every device: the same scores from the same weights.
+  const NDArray small = random::uniform(0, 1, {2, 1, 8, 8}, cpu(0));
+  const std::vector<float> reference = net(small).to_vector<float>();
+  for (Context ctx : testing::all_devices()) {
+    SCOPED_TRACE(ctx.str());
+    testing::expect_close(net(small.copyto(ctx)).to_vector<float>(),
+                          std::vector<double>(reference.begin(), reference.end()), 1e-5, 1e-5,
+                          "resnet18 on " + ctx.str());
+  }
+}
+
 TEST(ModelsTest, RefuseNoClasses) {
   EXPECT_THROW(models::lenet(0), Error);
   EXPECT_THROW(models::mlp(-1), Error);
+  EXPECT_THROW(models::resnet18(0), Error);
+  EXPECT_THROW(models::resnet18(10, -1), Error);
+  EXPECT_THROW(models::Residual(0), Error);
 }
 
 }  // namespace
