@@ -29,18 +29,25 @@
 #include <vector>
 
 #include "nn/dist/gradient_aggregator.h"
+#include "nn/lr_schedule.h"
 #include "nn/parameter.h"
 
 namespace tagflow::nn {
 
 struct TrainerOptions {
-  double learning_rate = 0.01;
-  double momentum = 0;        ///< sgd
-  double weight_decay = 0;    ///< sgd and adam: L2 penalty
-  double beta1 = 0.9;         ///< adam
-  double beta2 = 0.999;       ///< adam
-  double epsilon = 1e-8;      ///< adam
-  double clip_gradient = -1;  ///< > 0: gradients clipped to ±clip_gradient
+  double learning_rate = 0.01;  ///< the base rate, which `schedule` varies
+  double momentum = 0;          ///< sgd
+  bool nesterov = false;        ///< sgd with momentum: Nesterov's accelerated gradient
+  double weight_decay = 0;      ///< sgd and adam: L2 penalty
+  double beta1 = 0.9;           ///< adam
+  double beta2 = 0.999;         ///< adam
+  double epsilon = 1e-8;        ///< adam
+  double clip_gradient = -1;    ///< > 0: each gradient element clipped to ±clip_gradient
+  /// > 0: the gradients (divided by the batch size) scaled down together
+  /// when their global L2 norm exceeds it (Note [Clipping by the global norm]).
+  double clip_global_norm = -1;
+  /// The rate of each update (nn/lr_schedule.h); constant by default.
+  LrSchedule schedule;
 };
 
 class Trainer {
@@ -79,12 +86,25 @@ class Trainer {
 
   const dist::GradientAggregator& aggregator() const { return *aggregator_; }
 
+  /// The base rate (TrainerOptions::learning_rate).
   double learning_rate() const { return options_.learning_rate; }
   void set_learning_rate(double rate) { options_.learning_rate = rate; }
+  /// The rate the next update uses: the schedule's at updates() + 1.
+  double next_learning_rate() const;
+  /// Updates made so far: the schedule's position (Note [Learning-rate schedules]).
+  std::int64_t updates() const { return steps_; }
+  const TrainerOptions& options() const { return options_; }
   const std::string& optimizer() const { return optimizer_; }
+  /// With clip_global_norm: the global norm of the last update's gradients
+  /// (divided by the batch size) before clipping, a (1) array on the first
+  /// parameter's first device, computed there without waiting; else undefined.
+  const NDArray& last_global_norm() const { return last_global_norm_; }
 
  private:
   void check_initialized() const;
+  /// Scales every gradient by min(1, clip_global_norm / norm) (Note
+  /// [Clipping by the global norm]).
+  void clip_by_global_norm(double rescale);
 
   ParameterDict params_;
   std::string optimizer_;
@@ -97,6 +117,7 @@ class Trainer {
   /// Optimiser state per parameter and device: momentum (sgd), or the first
   /// and second moments (adam). Made on the first step.
   std::vector<std::vector<std::pair<NDArray, NDArray>>> states_;
+  NDArray last_global_norm_;
 };
 
 }  // namespace tagflow::nn

@@ -39,10 +39,13 @@ void sgd_update(const NDArray& weight, const NDArray& grad, const NDArray& momen
     check_state(kName, weight, {&grad});
     detail::check_same_context(kName, {&weight, &grad});
   }
-  const detail::SgdStep step{
-      static_cast<float>(o.learning_rate), static_cast<float>(o.momentum),
-      static_cast<float>(o.weight_decay),  static_cast<float>(o.rescale_grad),
-      static_cast<float>(o.clip_gradient), has_momentum};
+  const detail::SgdStep step{static_cast<float>(o.learning_rate),
+                             static_cast<float>(o.momentum),
+                             static_cast<float>(o.weight_decay),
+                             static_cast<float>(o.rescale_grad),
+                             static_cast<float>(o.clip_gradient),
+                             has_momentum,
+                             o.nesterov};
   float* w = weight.data<float>();
   const float* g = grad.data<float>();
   float* m = has_momentum ? momentum_state.data<float>() : nullptr;

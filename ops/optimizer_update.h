@@ -15,11 +15,14 @@ struct SgdOptions {
   double weight_decay = 0;    ///< L2 penalty added to the gradient
   double rescale_grad = 1;    ///< the gradient is multiplied by this first (1 / batch size)
   double clip_gradient = -1;  ///< when > 0, gradients are clipped to ±clip_gradient
+  bool nesterov = false;      ///< with momentum: Nesterov's accelerated gradient
 };
 
 /// g = clip(rescale * grad) + wd * w; with momentum: m = momentum * m - lr * g,
-/// w += m; without: w -= lr * g. `momentum_state` like `weight` (or undefined
-/// without momentum).
+/// then w += m, or with Nesterov w += momentum * m - lr * g (PyTorch's
+/// nesterov=True and MXNet's NAG, for a constant rate); without momentum:
+/// w -= lr * g. `momentum_state` like `weight` (or undefined without
+/// momentum).
 void sgd_update(const NDArray& weight, const NDArray& grad, const NDArray& momentum_state,
                 const SgdOptions& options);
 

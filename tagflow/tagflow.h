@@ -77,6 +77,7 @@
 #include "nn/conv_layers.h"
 #include "nn/initializer.h"
 #include "nn/loss.h"
+#include "nn/lr_schedule.h"
 #include "nn/parameter.h"
 #include "nn/split.h"
 #include "nn/trainer.h"

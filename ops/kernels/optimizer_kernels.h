@@ -12,6 +12,7 @@ namespace tagflow::detail {
 struct SgdStep {
   float learning_rate, momentum, weight_decay, rescale, clip;  // clip <= 0: none
   bool has_momentum;
+  bool nesterov;  ///< with momentum: the step looks ahead along the new velocity
 
   TAGFLOW_HOST_DEVICE TAGFLOW_INLINE void operator()(float& w, float g, float* m) const {
     g *= rescale;
@@ -19,7 +20,7 @@ struct SgdStep {
     g += weight_decay * w;
     if (has_momentum) {
       *m = momentum * *m - learning_rate * g;
-      w += *m;
+      w += nesterov ? momentum * *m - learning_rate * g : *m;
     } else {
       w -= learning_rate * g;
     }

@@ -2,6 +2,7 @@
 // SGD with momentum and Adam over several steps, gradients summed over the
 // devices of a parameter, copies kept identical.
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "nn/trainer.h"
 #include "ops/optimizer_update.h"
 #include "tagflow/tagflow.h"
+#include "tests/ops/test_util.h"
 
 namespace tagflow {
 namespace {
@@ -104,6 +106,125 @@ TEST(TrainerTest, ParametersOnSeveralDevicesGetTheSummedGradientAndStayIdentical
   EXPECT_EQ(two[0], two[1]) << "the copies must stay identical";
   for (std::size_t i = 0; i < one[0].size(); ++i) EXPECT_NEAR(two[0][i], one[0][i], 1e-5);
   EXPECT_THROW(nn::Trainer(nn::ParameterDict(), "rmsprop"), Error);
+}
+
+/// A Dense(3 <- 4) on `devices` whose loss sum(dense(x) * r), x (8, 4) and
+/// r (8, 3) split over the devices, has the gradients dW = r^T x and
+/// db = sum of r's rows; `gradient` returns them in double, W then b.
+struct KnownGradient {
+  std::vector<float> x = wave(8 * 4, 0.3f), r = wave(8 * 3, 1.7f);
+
+  std::vector<double> gradient() const {
+    std::vector<double> g(3 * 4 + 3, 0);
+    for (int b = 0; b < 8; ++b) {
+      for (int o = 0; o < 3; ++o) {
+        for (int i = 0; i < 4; ++i) g[o * 4 + i] += double{r[b * 3 + o]} * x[b * 4 + i];
+        g[12 + o] += r[b * 3 + o];
+      }
+    }
+    return g;
+  }
+  /// One backward over the devices (the batch split evenly).
+  void backward(nn::Dense& dense, const std::vector<Context>& devices) const {
+    const auto per = 8 / static_cast<std::int64_t>(devices.size());
+    auto recording = autograd::record();
+    for (std::size_t d = 0; d < devices.size(); ++d) {
+      const auto b = static_cast<std::int64_t>(d) * per;
+      NDArray xs = array(std::vector<float>(x.begin() + b * 4, x.begin() + (b + per) * 4), {per, 4},
+                         devices[d]);
+      NDArray rs = array(std::vector<float>(r.begin() + b * 3, r.begin() + (b + per) * 3), {per, 3},
+                         devices[d]);
+      sum(dense(xs) * rs).backward();
+    }
+  }
+  static std::vector<double> weights(const nn::Dense& dense, Context ctx) {
+    std::vector<double> w;
+    for (float v : dense.weight()->data(ctx).to_vector<float>()) w.push_back(v);
+    for (float v : dense.bias()->data(ctx).to_vector<float>()) w.push_back(v);
+    return w;
+  }
+};
+
+TEST(TrainerTest, NesterovMomentumMatchesPyTorchsFormula) {
+  const KnownGradient known;
+  random::seed(3);
+  nn::Dense dense(3, "", 4);
+  dense.initialize(init::Normal(0.5), {cpu(0)});
+  nn::Trainer trainer(dense.collect_params(), "sgd",
+                      {.learning_rate = 0.1, .momentum = 0.9, .nesterov = true});
+  std::vector<double> w = KnownGradient::weights(dense, cpu(0));
+  std::vector<double> buffer(w.size(), 0);
+  const std::vector<double> g_sum = known.gradient();
+  for (int step = 0; step < 4; ++step) {
+    known.backward(dense, {cpu(0)});
+    trainer.step(8);
+    // PyTorch's SGD(nesterov=True): buf = m buf + g; w -= lr (g + m buf).
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      const double g = g_sum[i] / 8;
+      buffer[i] = 0.9 * buffer[i] + g;
+      w[i] -= 0.1 * (g + 0.9 * buffer[i]);
+    }
+  }
+  testing::expect_close(
+      [&] {
+        std::vector<float> out;
+        for (double v : KnownGradient::weights(dense, cpu(0))) out.push_back(static_cast<float>(v));
+        return out;
+      }(),
+      w, 1e-5, 1e-5, "nesterov");
+  EXPECT_THROW(nn::Trainer(dense.collect_params(), "sgd", {.nesterov = true}), Error)
+      << "Nesterov without momentum";
+}
+
+TEST(TrainerTest, ClippingByTheGlobalNormScalesEveryGradientTogetherOnEveryDevice) {
+  const KnownGradient known;
+  const std::vector<double> g_sum = known.gradient();
+  double norm = 0;
+  for (double g : g_sum) norm += (g / 8) * (g / 8);
+  norm = std::sqrt(norm);
+  ASSERT_GT(norm, 0.05);
+  for (const double max_norm : {0.05, 1e3}) {
+    SCOPED_TRACE(max_norm);
+    random::seed(5);
+    const std::vector<Context> devices = {cpu(0), cpu(1)};
+    nn::Dense dense(3, "", 4);
+    dense.initialize(init::Normal(0.5), devices);
+    std::vector<double> w = KnownGradient::weights(dense, cpu(0));
+    nn::Trainer trainer(dense.collect_params(), "sgd",
+                        {.learning_rate = 0.5, .clip_global_norm = max_norm});
+    known.backward(dense, devices);
+    trainer.step(8);
+    const double factor = std::min(1.0, max_norm / (norm + 1e-6));
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] -= 0.5 * factor * g_sum[i] / 8;
+    for (Context ctx : devices) {
+      const std::vector<double> got = KnownGradient::weights(dense, ctx);
+      for (std::size_t i = 0; i < w.size(); ++i) EXPECT_NEAR(got[i], w[i], 1e-5) << ctx << " " << i;
+    }
+    ASSERT_TRUE(trainer.last_global_norm().defined());
+    EXPECT_NEAR(trainer.last_global_norm().asscalar<float>(), norm, 1e-5 * norm);
+  }
+  EXPECT_THROW(nn::Trainer(nn::ParameterDict(), "sgd", {.clip_global_norm = 0}), Error);
+}
+
+TEST(TrainerTest, EachUpdateUsesTheSchedulesRate) {
+  const KnownGradient known;
+  random::seed(7);
+  nn::Dense dense(3, "", 4);
+  dense.initialize(init::Normal(0.5), {cpu(0)});
+  std::vector<double> w = KnownGradient::weights(dense, cpu(0));
+  nn::Trainer trainer(dense.collect_params(), "sgd",
+                      {.learning_rate = 0.4, .schedule = nn::LrSchedule::factor_every(1, 0.5)});
+  EXPECT_DOUBLE_EQ(trainer.next_learning_rate(), 0.4);
+  for (int step = 0; step < 3; ++step) {
+    known.backward(dense, {cpu(0)});
+    trainer.step(8);
+  }
+  EXPECT_EQ(trainer.updates(), 3);
+  EXPECT_DOUBLE_EQ(trainer.next_learning_rate(), 0.05);
+  const std::vector<double> g_sum = known.gradient();
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] -= (0.4 + 0.2 + 0.1) * g_sum[i] / 8;
+  const std::vector<double> got = KnownGradient::weights(dense, cpu(0));
+  for (std::size_t i = 0; i < w.size(); ++i) EXPECT_NEAR(got[i], w[i], 1e-5) << i;
 }
 
 }  // namespace
