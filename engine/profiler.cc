@@ -124,6 +124,8 @@ Trace collect() {
   Trace trace = r.trace;
   std::array<char, 256> host{};
   if (gethostname(host.data(), host.size() - 1) == 0) trace.origin.host = host.data();
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::getline(boot, trace.origin.boot_id);
   trace.origin.steady_epoch_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(detail::epoch().time_since_epoch())
           .count();
@@ -304,11 +306,9 @@ std::string to_chrome_trace(const Trace& trace) {
                       {"args", {{"name", "thread " + std::to_string(thread)}}}});
   }
   const Origin& o = trace.origin;
-  const json origin = {{"host", o.host},
-                       {"steady_epoch_ns", o.steady_epoch_ns},
-                       {"sync_ns", o.sync_ns},
-                       {"rank", o.rank},
-                       {"ranks", o.ranks}};
+  const json origin = {
+      {"host", o.host},       {"boot_id", o.boot_id}, {"steady_epoch_ns", o.steady_epoch_ns},
+      {"sync_ns", o.sync_ns}, {"rank", o.rank},       {"ranks", o.ranks}};
   return json{
       {"traceEvents", events}, {"displayTimeUnit", "ms"}, {"otherData", {{"tagflow", origin}}}}
       .dump(-1, ' ', false, json::error_handler_t::replace);

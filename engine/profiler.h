@@ -108,6 +108,9 @@ struct AllocationEvent {
 /// Where and when a trace was recorded (Note [Aligning traces]).
 struct Origin {
   std::string host;
+  /// The boot the steady clock counts from (Linux's boot_id), or empty:
+  /// hosts of one name (containers, clones) share a clock only within one boot.
+  std::string boot_id;
   /// The steady clock's reading (ns since its own epoch) at the profiler's epoch.
   std::int64_t steady_epoch_ns = 0;
   /// The profiler time of the last mark_sync(), or -1.

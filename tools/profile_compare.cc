@@ -109,12 +109,23 @@ void run_profile_comparison(const std::filesystem::path& a, const std::filesyste
   const MergedTrace merged = merge_traces(std::move(traces), {"A", "B"}, Alignment::kStarts);
   ProfileSummary summary = summarize(merged.trace);
   summary.critical_path.clear();  // each run has its own: in the tables
+  // Each run's device figures from its own summary (its own span), the
+  // devices named as on the timeline.
   std::vector<FigureTable> tables = comparison_tables(c);
-  for (FigureTable& table : figure_tables(summary)) {
-    if (table.id == "devices" || table.id == "breakdown" || table.id == "idle" ||
-        table.id == "memory") {
-      tables.push_back(std::move(table));
+  const std::vector<FigureTable> of_a = figure_tables(c.a), of_b = figure_tables(c.b);
+  for (std::size_t t = 0; t < of_a.size(); ++t) {
+    const std::string& id = of_a[t].id;
+    if (id != "devices" && id != "breakdown" && id != "idle" && id != "memory") continue;
+    FigureTable table = of_a[t];
+    table.rows.clear();
+    for (const auto& [run, source] : {std::pair{"A ", &of_a[t]}, std::pair{"B ", &of_b[t]}}) {
+      for (std::vector<std::string> row : source->rows) {
+        row[0] = run + row[0];
+        table.rows.push_back(std::move(row));
+      }
     }
+    mark_numeric_columns(table);
+    tables.push_back(std::move(table));
   }
   write_profile_page(
       merged.trace, summary,

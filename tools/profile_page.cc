@@ -101,6 +101,11 @@ json page_data(const profiler::Trace& trace, const ProfileSummary& summary,
     extend(std::min({e.pushed_ns, e.started_ns, b.begin_ns}), std::max(e.ended_ns, b.end_ns));
   }
   for (const profiler::WaitEvent& w : trace.waits) extend(w.started_ns, w.ended_ns);
+  for (const profiler::AllocationEvent& a : trace.allocations) extend(a.at_ns, a.at_ns);
+  // Times count from where the text report's span starts (its "at" times
+  // read on the axis); waits or allocations before it are negative.
+  const std::int64_t extent_begin = first, extent_end = last;
+  if (!trace.ops.empty()) first = summary.start_ns;
 
   // Tracks in device order, each device's in track_order.
   std::map<std::tuple<Place, int, int, int>, std::string> track_names;
@@ -129,9 +134,9 @@ json page_data(const profiler::Trace& trace, const ProfileSummary& summary,
     if (added) names.push_back(name);
     return it->second;
   };
-  const std::vector<const char*> fields = {"track",  "name",  "seq",   "kind",  "device", "prio",
-                                           "failed", "begin", "end",   "ret",   "push",   "ready",
-                                           "start",  "stop",  "queue", "worker"};
+  const std::vector<const char*> fields = {"track",  "name",  "seq",   "kind",   "device", "prio",
+                                           "failed", "begin", "end",   "ret",    "push",   "ready",
+                                           "start",  "stop",  "queue", "worker", "process"};
   std::map<std::string, json> ops;
   for (const char* f : fields) ops[f] = json::array();
   for (std::size_t i = 0; i < trace.ops.size(); ++i) {
@@ -156,6 +161,7 @@ json page_data(const profiler::Trace& trace, const ProfileSummary& summary,
     ops["stop"].push_back(e.ended_ns - first);
     ops["queue"].push_back(e.queue == QueueKind::kCopy ? 1 : 0);
     ops["worker"].push_back(e.worker);
+    ops["process"].push_back(e.process);
   }
 
   json flows = {{"from", json::array()}, {"to", json::array()}};
@@ -236,8 +242,11 @@ json page_data(const profiler::Trace& trace, const ProfileSummary& summary,
   json op_columns = json::object();
   for (auto& [field, column] : ops) op_columns[field] = std::move(column);
   return {{"title", title},
-          {"span_ns", any ? last - first : 0},
+          {"extent_begin_ns", any ? extent_begin - first : 0},
+          {"extent_end_ns", any ? extent_end - first : 0},
           {"span_us", summary.span_us},
+          {"operation_devices", summary.devices.size()},
+          {"processes", trace.processes},
           {"devices", devices},
           {"tracks", tracks},
           {"threads", threads},
@@ -323,8 +332,9 @@ std::string profile_page(const profiler::Trace& trace, const ProfileSummary& sum
       "<button id=\"critical-path-toggle\" type=\"button\" aria-pressed=\"false\">Critical "
       "path</button>\n<button id=\"reset-view\" type=\"button\">Whole run</button>\n"
       "<span id=\"axis-range\"></span></div>\n"
-      "<p class=\"help\">Wheel or W/S: zoom. Drag or A/D: pan. Click: select, and see what it "
-      "read and who read it. F: fit the selection. Esc: clear.</p>\n"
+      "<p class=\"help\">Wheel or W/S: zoom (over the row names: scroll). Drag or A/D: pan. "
+      "Click: select, and see what it read and who read it. F: fit the selection. Esc: clear. "
+      "Search: a name in quotes matches exactly.</p>\n"
       "<div id=\"minimap-wrap\"><canvas id=\"minimap\"></canvas></div>\n"
       "<div id=\"main\"><div id=\"timeline-column\"><canvas id=\"axis\"></canvas>\n"
       "<div id=\"timeline\"><canvas></canvas></div><div id=\"tooltip\" hidden></div></div>\n"

@@ -167,11 +167,30 @@ profiler::Trace parse_events(const std::string& text) {
     const json& o = root["otherData"]["tagflow"];
     TAGFLOW_CHECK(o.is_object(), "trace: expected otherData.tagflow to be an object, got {}",
                   o.dump());
-    trace.origin = {.host = o.value("host", ""),
-                    .steady_epoch_ns = o.value("steady_epoch_ns", std::int64_t{0}),
-                    .sync_ns = o.value("sync_ns", std::int64_t{-1}),
-                    .rank = o.value("rank", 0),
-                    .ranks = o.value("ranks", 1)};
+    // Integers within ±2^62, so that aligning traces cannot overflow.
+    const auto integer = [&](const char* key, std::int64_t otherwise) {
+      if (!o.contains(key)) return otherwise;
+      const json& v = o[key];
+      TAGFLOW_CHECK(v.is_number_integer() && v.get<std::int64_t>() > -(std::int64_t{1} << 62) &&
+                        v.get<std::int64_t>() < (std::int64_t{1} << 62),
+                    "trace: expected otherData.tagflow.{} to be an integer within 2^62, got {}",
+                    key, v.dump());
+      return v.get<std::int64_t>();
+    };
+    const auto string_field = [&](const char* key) {
+      if (!o.contains(key)) return std::string();
+      TAGFLOW_CHECK(o[key].is_string(),
+                    "trace: expected otherData.tagflow.{} to be a string, got {}", key,
+                    o[key].dump());
+      return o[key].get<std::string>();
+    };
+    trace.origin = {
+        .host = string_field("host"),
+        .boot_id = string_field("boot_id"),
+        .steady_epoch_ns = integer("steady_epoch_ns", 0),
+        .sync_ns = integer("sync_ns", -1),
+        .rank = static_cast<int>(std::clamp<std::int64_t>(integer("rank", 0), 0, 1 << 20)),
+        .ranks = static_cast<int>(std::clamp<std::int64_t>(integer("ranks", 1), 1, 1 << 20))};
   }
   std::map<std::uint64_t, std::size_t> op_index;
   std::vector<std::pair<std::uint64_t, Interval>> device_spans;
@@ -266,15 +285,59 @@ profiler::Trace read_chrome_trace(const std::filesystem::path& path) {
   }
 }
 
+namespace {
+
+/// Host waits, by call and what they waited for.
+void add_waits(const profiler::Trace& trace, ProfileSummary& s) {
+  std::map<std::pair<std::string, std::string>, WaitStats> waits;
+  for (const profiler::WaitEvent& w : trace.waits) {
+    WaitStats& st = waits[{w.what, w.waited_for}];
+    st.what = w.what;
+    st.waited_for = w.waited_for;
+    ++st.count;
+    st.total_us += to_us(w.ended_ns - w.started_ns);
+    s.wait_us += to_us(w.ended_ns - w.started_ns);
+  }
+  for (auto& [key, st] : waits) s.waits.push_back(st);
+  std::sort(s.waits.begin(), s.waits.end(),
+            [](const auto& a, const auto& b) { return a.total_us > b.total_us; });
+}
+
+/// Memory handed out per device.
+void add_memory(const profiler::Trace& trace, ProfileSummary& s) {
+  std::map<Place, MemoryFigures> memory;
+  for (const profiler::AllocationEvent& a : trace.allocations) {
+    MemoryFigures& m = memory[{a.process, a.ctx}];
+    m.device = device_name(trace, {a.process, a.ctx});
+    const auto bytes = static_cast<std::int64_t>(a.bytes);
+    if (a.release) {
+      ++m.releases;
+      m.end_bytes -= bytes;
+    } else {
+      ++m.allocations;
+      m.end_bytes += bytes;
+    }
+    m.peak_bytes = std::max(m.peak_bytes, m.end_bytes);
+  }
+  for (auto& [ctx, m] : memory) s.memory.push_back(m);
+}
+
+}  // namespace
+
 ProfileSummary summarize(const profiler::Trace& trace) {
   ProfileSummary s;
-  if (trace.ops.empty()) return s;
+  if (trace.ops.empty()) {  // no span, no device time: what waits and memory there are
+    add_waits(trace, s);
+    add_memory(trace, s);
+    return s;
+  }
   std::int64_t first = trace.ops[0].pushed_ns;
   std::int64_t last = busy(trace.ops[0]).end;
   for (const OpEvent& e : trace.ops) {
     first = std::min({first, e.pushed_ns, e.started_ns});
     last = std::max({last, e.ended_ns, busy(e).end});
   }
+  s.start_ns = first;
   s.span_us = to_us(last - first);
 
   std::map<std::string, OperationStats> by_name;
@@ -412,18 +475,7 @@ ProfileSummary summarize(const profiler::Trace& trace) {
     s.copy_overlapped_us += to_us(overlap(b, compute_cover));
   }
 
-  std::map<std::pair<std::string, std::string>, WaitStats> waits;
-  for (const profiler::WaitEvent& w : trace.waits) {
-    WaitStats& st = waits[{w.what, w.waited_for}];
-    st.what = w.what;
-    st.waited_for = w.waited_for;
-    ++st.count;
-    st.total_us += to_us(w.ended_ns - w.started_ns);
-    s.wait_us += to_us(w.ended_ns - w.started_ns);
-  }
-  for (auto& [key, st] : waits) s.waits.push_back(st);
-  std::sort(s.waits.begin(), s.waits.end(),
-            [](const auto& a, const auto& b) { return a.total_us > b.total_us; });
+  add_waits(trace, s);
 
   std::map<std::string, std::vector<const OpEvent*>> tracks;
   for (const OpEvent& e : trace.ops) tracks[track_of(trace, e)].push_back(&e);
@@ -472,21 +524,7 @@ ProfileSummary summarize(const profiler::Trace& trace) {
   }
   s.critical_path.assign(path.rbegin(), path.rend());
 
-  std::map<Place, MemoryFigures> memory;
-  for (const profiler::AllocationEvent& a : trace.allocations) {
-    MemoryFigures& m = memory[{a.process, a.ctx}];
-    m.device = device_name(trace, {a.process, a.ctx});
-    const auto bytes = static_cast<std::int64_t>(a.bytes);
-    if (a.release) {
-      ++m.releases;
-      m.end_bytes -= bytes;
-    } else {
-      ++m.allocations;
-      m.end_bytes += bytes;
-    }
-    m.peak_bytes = std::max(m.peak_bytes, m.end_bytes);
-  }
-  for (auto& [ctx, m] : memory) s.memory.push_back(m);
+  add_memory(trace, s);
   return s;
 }
 
@@ -659,11 +697,27 @@ void run_profile(const std::vector<std::filesystem::path>& trace_files,
   if (traces.size() == 1) {
     trace = std::move(traces[0]);
   } else {
-    // Ranks of one run are named by rank; other files by their names.
+    // Ranks of one run are named by rank; other files by their names; a
+    // name twice gets the file's place in the list.
     std::vector<std::string> names;
     for (std::size_t i = 0; i < traces.size(); ++i) {
       const profiler::Origin& o = traces[i].origin;
       names.push_back(o.ranks > 1 ? fmt::format("rank {}", o.rank) : files[i].stem().string());
+      if (o.ranks > 1 &&
+          (o.ranks != static_cast<int>(traces.size()) || o.rank != static_cast<int>(i))) {
+        fmt::print(stderr,
+                   "profile: warning: {} says it is rank {} of {}, but it is trace {} of the {} "
+                   "given: files of another run?\n",
+                   files[i].string(), o.rank, o.ranks, i, traces.size());
+      }
+    }
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (std::count(names.begin(), names.end(), names[i]) > 1) {
+        for (std::size_t j = 0; j < names.size(); ++j) {
+          if (j != i && names[j] == names[i]) names[j] += fmt::format(" ({})", j);
+        }
+        names[i] += fmt::format(" ({})", i);
+      }
     }
     MergedTrace merged = merge_traces(std::move(traces), names, Alignment::kSameRun);
     note = fmt::format("{} processes on one timeline, aligned {}", files.size(), merged.alignment);

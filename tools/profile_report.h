@@ -147,6 +147,9 @@ struct CriticalStep {
 };
 
 struct ProfileSummary {
+  /// Where the span starts: the earliest push or start of an operation, in
+  /// the trace's nanoseconds; "at" times are from it.
+  std::int64_t start_ns = 0;
   double span_us = 0;
   std::vector<OperationStats> operations;  ///< largest total first
   std::vector<DeviceStats> devices;        ///< in device order

@@ -2,12 +2,14 @@
 // clock each alignment uses, against offsets worked by hand, and figures
 // kept per process.
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "engine/error.h"
@@ -121,6 +123,68 @@ TEST(ProfileMergeTest, WithoutACommonClockTracesAlignAtTheirStartsAndSaySo) {
       Error);
 }
 
+TEST(ProfileMergeTest, NoTimeFallsBelowZeroAndDeviceSpansStayDeviceSpans) {
+  // Rank 1's profiler started 10 ms before rank 0's: on rank 0's clock its
+  // events are negative, so both move 10 ms later; its GPU operation keeps
+  // its device span (-1 would mean none).
+  profiler::Trace early = process_trace("node", 90 * us, -1, 1);
+  early.ops.push_back({.name = "kernel",
+                       .ctx = gpu(0),
+                       .seq = 3,
+                       .started_ns = 10 * us,
+                       .ended_ns = 11 * us,
+                       .device_started_ns = 20 * us,
+                       .device_ended_ns = 520 * us});
+  const tools::MergedTrace m =
+      tools::merge_traces({process_trace("node", 10'090 * us, -1, 0), early}, {"rank 0", "rank 1"},
+                          tools::Alignment::kSameRun);
+  ASSERT_EQ(m.trace.ops.size(), 5u);
+  EXPECT_EQ(m.trace.ops[0].started_ns, 10'000 * us) << "rank 0 moved 10 ms later";
+  EXPECT_EQ(m.trace.ops[2].started_ns, 0) << "rank 1's first event at 0";
+  EXPECT_EQ(m.trace.ops[4].device_started_ns, 20 * us);
+  const tools::ProfileSummary s = tools::summarize(m.trace);
+  const auto gpu_busy = std::find_if(s.devices.begin(), s.devices.end(),
+                                     [](const auto& d) { return d.device == "rank 1 gpu(0)"; });
+  ASSERT_NE(gpu_busy, s.devices.end());
+  EXPECT_DOUBLE_EQ(gpu_busy->busy_us, 500) << "the device span, not the 1 us launch";
+  EXPECT_EQ(tools::track_of(m.trace, m.trace.ops[4]), "rank 1 gpu(0) compute stream");
+}
+
+TEST(ProfileMergeTest, OneHostNameIsOneClockOnlyWithinOneBoot) {
+  profiler::Trace a = process_trace("localhost", 5'000 * us, 500 * us, 0);
+  profiler::Trace b = process_trace("localhost", 9'000 * us, 200 * us, 1);
+  a.origin.boot_id = "boot-a";
+  b.origin.boot_id = "boot-b";  // a clone on another machine
+  const tools::MergedTrace m =
+      tools::merge_traces({a, b}, {"rank 0", "rank 1"}, tools::Alignment::kSameRun);
+  EXPECT_NE(m.alignment.find("barrier"), std::string::npos) << m.alignment;
+  EXPECT_EQ(m.trace.ops[2].started_ns, 300 * us);
+  EXPECT_NE(testing::error_of([&] {
+              (void)tools::merge_traces({a, b}, {"rank", "rank"}, tools::Alignment::kSameRun);
+            }).find("\"rank\" twice"),
+            std::string::npos);
+}
+
+TEST(ProfileMergeTest, ATraceOfWaitsAndMemoryOnlyStillSaysSo) {
+  profiler::Trace t = process_trace("node", 1, -1, 0);
+  t.ops.clear();
+  t.flows.clear();
+  const tools::ProfileSummary s = tools::summarize(t);
+  ASSERT_EQ(s.waits.size(), 1u);
+  EXPECT_DOUBLE_EQ(s.wait_us, 150);
+  ASSERT_EQ(s.memory.size(), 1u);
+  EXPECT_EQ(s.memory[0].peak_bytes, 64);
+  // A crafted origin is refused, not converted.
+  std::string text = profiler::to_chrome_trace(process_trace("node", 1, -1, 0));
+  const auto at = text.find("\"steady_epoch_ns\":1");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, std::string("\"steady_epoch_ns\":1").size(), "\"steady_epoch_ns\":1e30");
+  EXPECT_NE(testing::error_of([&] {
+              (void)tools::parse_chrome_trace(text);
+            }).find("steady_epoch_ns to be an integer"),
+            std::string::npos);
+}
+
 TEST(ProfileMergeTest, TheOriginTravelsInTheFile) {
   const profiler::Trace t = process_trace("node-7", 123'456'789, 42 * us, 1);
   const profiler::Trace back = tools::parse_chrome_trace(profiler::to_chrome_trace(t));
@@ -169,6 +233,12 @@ TEST(ProfileMergeTest, AMissingTraceStandsForItsRankFiles) {
   EXPECT_NE(html.find("\"A cpu(0) worker 0\""), std::string::npos);
   EXPECT_NE(html.find("\"B cpu(0) worker 0\""), std::string::npos);
   EXPECT_NE(html.find(">A cpu(0)</td>"), std::string::npos) << "each run's devices' figures";
+  // Each run's device figures over its own span, as its own report gives them.
+  const tools::ProfileSummary alone = tools::summarize(tools::read_chrome_trace(b));
+  const std::string b_row = "<td class=\"text\">B cpu(0)</td><td>" +
+                            fmt::format("{:.1f}", alone.devices[0].busy_us) + "</td><td>" +
+                            fmt::format("{:.1f}%", 100 * alone.devices[0].busy_fraction) + "</td>";
+  EXPECT_NE(html.find(b_row), std::string::npos) << b_row;
   std::filesystem::remove_all(dir);
 }
 

@@ -320,7 +320,10 @@ TEST(ProfileReportTest, ThePageHoldsEveryEventInItsData) {
   const nlohmann::json& ops = data["ops"];
   ASSERT_EQ(ops["seq"].size(), t.ops.size());
   // Times from the trace's start (load's push, at 0), in nanoseconds.
-  EXPECT_EQ(data["span_ns"], 650 * us) << "to the end of the last wait";
+  EXPECT_EQ(data["extent_begin_ns"], 0) << "from the first push, as the text's span";
+  EXPECT_EQ(data["extent_end_ns"], 650 * us) << "to the end of the last wait";
+  EXPECT_EQ(data["operation_devices"], 2) << "cpu(0) and gpu(0)";
+  EXPECT_EQ(ops["process"][0], 0);
   std::map<std::uint64_t, std::size_t> index;
   for (std::size_t i = 0; i < t.ops.size(); ++i) {
     const profiler::OpEvent& e = t.ops[i];

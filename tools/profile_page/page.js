@@ -24,7 +24,10 @@
   const waits = data.waits;
   const waitCount = waits.begin.length;
   const waitBegin = Float64Array.from(waits.begin), waitEnd = Float64Array.from(waits.end);
-  const span = Math.max(1, data.span_ns);
+  // The times the page covers, from where the text report's span starts
+  // (negative for waits and allocations before it).
+  const extentLo = data.extent_begin_ns;
+  const span = Math.max(1, data.extent_end_ns - extentLo);
 
   // Producers and consumers of each operation (the flows), as lists.
   const producersOf = Array.from({ length: opCount }, () => []);
@@ -48,11 +51,17 @@
     order.sort((a, b) => key[a] - key[b]);
     return order;
   }
+  // A row's items by start, with the latest end so far at each: the first
+  // item that can reach a time t is the first whose running end is >= t.
   function intervalRow(row, items, beginOf, endOf) {
     row.items = sortedBy(items, beginOf);
     row.begins = Float64Array.from(row.items, (i) => beginOf[i]);
-    row.maxLength = 0;
-    for (const i of row.items) row.maxLength = Math.max(row.maxLength, endOf[i] - beginOf[i]);
+    row.reach = new Float64Array(row.items.length);
+    let reach = -Infinity;
+    row.items.forEach((i, n) => {
+      reach = Math.max(reach, endOf[i]);
+      row.reach[n] = reach;
+    });
     return row;
   }
   if (data.threads.length > 0) {
@@ -92,7 +101,7 @@
 
   // ---- State -----------------------------------------------------------------
   const state = {
-    t0: 0, t1: span,
+    t0: extentLo, t1: extentLo + span,
     visible: { compute: true, copy: true, communication: true, wait: true, allocation: true },
     selected: -1,        // an operation's index
     highlight: null,     // a Set of operation indices, or null
@@ -123,8 +132,13 @@
     while (Math.abs(bytes) >= 1024 && u < units.length - 1) { bytes /= 1024; ++u; }
     return (u === 0 ? bytes.toFixed(0) : bytes.toFixed(1)) + " " + units[u];
   }
+  // Seqs count per process: in a trace of several, "#1:42" is process 1's 42.
+  const merged = data.processes.length > 0;
+  function seqLabel(i) {
+    return merged ? ops.process[i] + ":" + ops.seq[i] : String(ops.seq[i]);
+  }
   function opLabel(i) {
-    return data.names[nameOf[i]] + " #" + ops.seq[i];
+    return data.names[nameOf[i]] + " #" + seqLabel(i);
   }
 
   // ---- Colours ---------------------------------------------------------------
@@ -244,7 +258,7 @@
   function drawOpRow(row) {
     const ctx = context;
     const y = row.y + 3, height = row.height - 6;
-    const first = lowerBound(row.begins, state.t0 - row.maxLength);
+    const first = lowerBound(row.reach, state.t0);
     const highlight = state.highlight;
     resetCover();
     ctx.font = "11px system-ui, 'DejaVu Sans', sans-serif";
@@ -291,7 +305,7 @@
     if (!state.visible.wait) return;
     const ctx = context;
     const y = row.y + 5, height = row.height - 10;
-    const first = lowerBound(row.begins, state.t0 - row.maxLength);
+    const first = lowerBound(row.reach, state.t0);
     resetCover();
     ctx.fillStyle = WAIT_COLOUR;
     for (let n = first; n < row.items.length; ++n) {
@@ -385,7 +399,7 @@
   function tickLabel(t, step) {
     // The unit of the largest time shown, with the digits the step needs.
     const [scale, name] = unitFor(Math.max(Math.abs(state.t0), Math.abs(state.t1), step));
-    const digits = Math.max(0, Math.min(3, Math.ceil(-Math.log10(step / scale) + 1e-9)));
+    const digits = Math.max(0, Math.min(9, Math.ceil(-Math.log10(step / scale) + 1e-9)));
     return (t / scale).toFixed(digits) + " " + name;
   }
 
@@ -410,8 +424,8 @@
     const range = document.getElementById("axis-range");
     range.dataset.startNs = String(Math.round(state.t0));
     range.dataset.endNs = String(Math.round(state.t1));
-    range.textContent = formatTime(state.t0) + " \u2013 " + formatTime(state.t1) +
-      "  (" + formatTime(state.t1 - state.t0) + " shown)";
+    range.textContent = tickLabel(state.t0, step / 10) + " \u2013 " +
+      tickLabel(state.t1, step / 10) + "  (" + formatTime(state.t1 - state.t0) + " shown)";
   }
 
   function drawMinimap() {
@@ -421,7 +435,7 @@
       const bins = KINDS.map(() => new Float32Array(Math.ceil(w) + 1));
       const scale = w / span;
       for (let i = 0; i < opCount; ++i) {
-        const a = begin[i] * scale, b = end[i] * scale;
+        const a = (begin[i] - extentLo) * scale, b = (end[i] - extentLo) * scale;
         const bin = bins[kindOf[i]];
         for (let p = Math.floor(a); p <= Math.floor(b) && p < bin.length; ++p) {
           bin[p] += Math.min(b, p + 1) - Math.max(a, p);
@@ -453,7 +467,8 @@
     ctx.drawImage(minimapImage, 0, 0);
     const ratio = minimap.width / w;
     ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
-    const x0 = Math.max(0, state.t0 / span * w), x1 = Math.min(w, state.t1 / span * w);
+    const x0 = Math.max(0, (state.t0 - extentLo) / span * w);
+    const x1 = Math.min(w, (state.t1 - extentLo) / span * w);
     ctx.fillStyle = "rgba(29,35,48,0.10)";
     ctx.fillRect(0, 0, x0, h);
     ctx.fillRect(x1, 0, w - x1, h);
@@ -541,14 +556,14 @@
     range = Math.min(range, span + 2 * margin);
     const centre = (t0 + t1) / 2;
     let a = centre - range / 2;
-    a = Math.max(-margin, Math.min(a, span + margin - range));
+    a = Math.max(extentLo - margin, Math.min(a, extentLo + span + margin - range));
     state.t0 = a;
     state.t1 = a + range;
     requestDraw();
   }
   function resetView() {
     const margin = span * 0.01;
-    setView(-margin, span + margin);
+    setView(extentLo - margin, extentLo + span + margin);
   }
   function zoom(factor, at) {
     const t = at === undefined || at === null ? (state.t0 + state.t1) / 2 : at;
@@ -588,7 +603,7 @@
     const t = timeAt(x), tolerance = 3 * (state.t1 - state.t0) / plotWidth;
     const starts = isOps ? begin : waitBegin, ends = isOps ? end : waitEnd;
     let best = -1, bestDistance = Infinity;
-    for (let n = lowerBound(row.begins, t - tolerance - row.maxLength); n < row.items.length; ++n) {
+    for (let n = lowerBound(row.reach, t - tolerance); n < row.items.length; ++n) {
       const i = row.items[n];
       if (starts[i] > t + tolerance) break;
       if (isOps && !visibleOp(i)) continue;
@@ -688,7 +703,7 @@
     showDetails();
     try {  // some browsers refuse it for pages opened from disk
       const here = window.location.pathname + window.location.search;
-      window.history.replaceState(null, "", i >= 0 ? here + "#seq=" + ops.seq[i] : here);
+      window.history.replaceState(null, "", i >= 0 ? here + "#seq=" + seqLabel(i) : here);
     } catch (error) {
       // the address is a convenience: selection works without it
     }
@@ -715,14 +730,18 @@
     criticalButton.setAttribute("aria-pressed", String(state.critical));
     requestDraw();
   }
+  // A name in quotes matches exactly; other text, any name holding it.
   function search(query) {
     state.query = query.trim().toLowerCase();
     state.matches = [];
     state.nextMatch = 0;
     if (state.query !== "") {
+      const quoted = /^"(.*)"$/.exec(query.trim());
       const names = new Set();
       data.names.forEach((name, n) => {
-        if (name.toLowerCase().includes(state.query)) names.add(n);
+        if (quoted !== null ? name === quoted[1] : name.toLowerCase().includes(state.query)) {
+          names.add(n);
+        }
       });
       for (let i = 0; i < opCount; ++i) if (names.has(nameOf[i])) state.matches.push(i);
       state.matches.sort((a, b) => begin[a] - begin[b]);
@@ -771,13 +790,24 @@
     if (event.button !== 0) return;
     const p = localPoint(event);
     drag = { x: p.x, y: p.y, t0: state.t0, t1: state.t1, moved: false };
+    if (document.activeElement === searchInput) searchInput.blur();  // keys zoom again
     event.preventDefault();
   });
+  function endDrags() {
+    drag = null;
+    minimapDrag = false;
+    canvas.classList.remove("dragging");
+  }
+  window.addEventListener("blur", endDrags);
   window.addEventListener("mousemove", (event) => {
+    if ((event.buttons & 1) === 0 && (drag !== null || minimapDrag)) {
+      endDrags();  // the release happened where the page did not see it
+      return;
+    }
     if (drag !== null) {
       const p = localPoint(event);
       const dx = p.x - drag.x;
-      if (Math.abs(dx) > 3) drag.moved = true;
+      if (Math.abs(dx) > 3 || Math.abs(p.y - drag.y) > 3) drag.moved = true;
       if (drag.moved) {
         canvas.classList.add("dragging");
         const shift = -dx * (drag.t1 - drag.t0) / plotWidth;
@@ -828,6 +858,7 @@
     state.pointer = null;
   });
   canvas.addEventListener("wheel", (event) => {
+    if (localPoint(event).x < LABEL_WIDTH) return;  // over the labels: scroll the rows
     event.preventDefault();
     const unit = event.deltaMode === 1 ? 16 : event.deltaMode === 2 ? 400 : 1;
     const dx = event.deltaX * unit, dy = event.deltaY * unit;
@@ -841,7 +872,7 @@
 
   function minimapTime(event) {
     const box = minimap.getBoundingClientRect();
-    return (event.clientX - box.left) / box.width * span;
+    return extentLo + (event.clientX - box.left) / box.width * span;
   }
   let minimapDrag = false;
   function centreOn(t) {
@@ -884,8 +915,8 @@
   }
   for (const row of document.querySelectorAll("#figures tr[data-name]")) {
     row.addEventListener("click", () => {
-      searchInput.value = row.dataset.name;
-      search(row.dataset.name);
+      searchInput.value = '"' + row.dataset.name + '"';
+      search(searchInput.value);
       timeline.scrollIntoView({ block: "nearest" });
     });
   }
@@ -920,17 +951,23 @@
       bars.appendChild(row);
     }
   }
+  // The text report's figures: its span, the devices that ran operations.
+  const deviceCount = data.operation_devices;
   document.getElementById("headline").textContent = opCount === 0
-    ? "The trace holds no operation." : opCount + " operations on " +
-    data.devices.length + (data.devices.length === 1 ? " device" : " devices") + " over " +
-    formatTime(span) + "; " + waitCount + " host waits; the critical path holds " +
-    data.critical.length + " operations.";
+    ? "The trace holds no operation." : opCount + " operations on " + deviceCount +
+    (deviceCount === 1 ? " device" : " devices") + " over " + formatTime(data.span_us * 1000) +
+    "; " + waitCount + " host waits" + (data.critical.length > 0
+      ? "; the critical path holds " + data.critical.length + " operations." : ".");
+  if (data.critical.length === 0) {
+    criticalButton.disabled = true;
+    criticalButton.title = "No critical path on this page";
+  }
 
   // ---- Start ------------------------------------------------------------------------------
   layout();
   const margin = span * 0.01;
-  state.t0 = -margin;
-  state.t1 = span + margin;
+  state.t0 = extentLo - margin;
+  state.t1 = extentLo + span + margin;
   drawNow();
   window.addEventListener("resize", () => {
     layout();
@@ -939,11 +976,12 @@
 
   // A link to an operation: page.html#seq=123 (the seq of the text report)
   // selects it on opening; selecting one puts its seq in the address.
-  const linked = /^#seq=(\d+)$/.exec(window.location.hash);
+  const linked = /^#seq=(?:(\d+):)?(\d+)$/.exec(window.location.hash);
   if (linked !== null) {
-    const seq = Number(linked[1]);
+    const process = linked[1] === undefined ? 0 : Number(linked[1]);
+    const seq = Number(linked[2]);
     for (let i = 0; i < opCount; ++i) {
-      if (ops.seq[i] === seq) {
+      if (ops.seq[i] === seq && ops.process[i] === process) {
         select(i, false);
         zoomToOp(i);
         break;
