@@ -411,18 +411,31 @@ def check_selection(page, checks):
                   f"{producers} items (more than 0)", listed)
 
 
+def report_tables(report):
+    """The text report's tables: title -> rows, each a list of cells (the
+    header line after the title is left out)."""
+    tables = {}
+    blocks = [b for b in report.split("\n\n") if b.strip()]
+    for block in blocks:
+        lines = block.splitlines()
+        if len(lines) >= 2 and not lines[0].startswith(" "):
+            tables[lines[0].strip()] = [re.split(r"\s{2,}", line.strip()) for line in lines[2:]]
+    return tables
+
+
 def check_figures(page, report, checks):
-    lines = {tuple(re.split(r"\s{2,}", line.strip())) for line in report.splitlines()}
+    text = report_tables(report)
     tables = page.eval("[...document.querySelectorAll('#figures table[data-figure]')].map(t => "
-                       "[t.dataset.figure, [...t.querySelectorAll('tbody tr')].map(r => "
+                       "[t.dataset.figure, t.parentElement.querySelector('h3').textContent, "
+                       "[...t.querySelectorAll('tbody tr')].map(r => "
                        "[...r.querySelectorAll('td')].map(d => d.textContent.trim()))])")
-    for figure, rows in tables:
+    for figure, title, rows in tables:
         if figure in FIGURES:
             checks.expect(len(rows) > 0, f'table "{figure}" has rows', "at least one", 0)
-        wrong = [row for row in rows if tuple(row) not in lines]
-        checks.expect(not wrong, f'table "{figure}" matches the text report',
-                      "each row's cells as some line of the report (split on 2+ spaces)",
-                      f"{len(wrong)} of {len(rows)} rows not found, the first: {wrong[:3]}")
+        expected = text.get(title)
+        checks.expect(expected == rows, f'table "{figure}" matches the text report',
+                      f"the rows under \"{title}\" in the report, in order: {expected}",
+                      rows)
 
 
 def check_critical_path(page, checks):
