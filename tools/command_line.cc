@@ -271,6 +271,44 @@ CommandLine::Parts::Parts() {
   train->add_option("--optimizer", train_options.optimizer, "Optimizer")
       ->check(CLI::IsMember({"sgd", "adam"}))
       ->capture_default_str();
+  train->add_option("--momentum", train_options.momentum, "SGD momentum (0: none)")
+      ->check(number_in(0, 0.999))
+      ->capture_default_str();
+  train->add_flag("--nesterov", train_options.nesterov, "Nesterov's momentum (with --momentum)");
+  train->add_option("--wd", train_options.weight_decay, "Weight decay (L2 penalty)")
+      ->check(number_in(0, 1))
+      ->capture_default_str();
+  train
+      ->add_option("--clip-grad-norm", train_options.clip_grad_norm,
+                   "Scale the gradients together so that their global norm is at most this")
+      ->check(positive_number());
+  train
+      ->add_option("--lr-schedule", train_options.lr_schedule,
+                   "Learning rate over training: constant; factor (times --lr-factor every "
+                   "--lr-steps epochs); multifactor (times --lr-factor after each of the "
+                   "--lr-steps epochs); cosine or poly (to --final-lr at the end)")
+      ->check(CLI::IsMember({"constant", "factor", "multifactor", "cosine", "poly"}))
+      ->capture_default_str();
+  train->add_option("--lr-factor", train_options.lr_factor, "factor, multifactor: the factor")
+      ->check(number_in(1e-9, 1))
+      ->capture_default_str();
+  train
+      ->add_option("--lr-steps", train_options.lr_steps,
+                   "factor: epochs between changes; multifactor: the epochs after which the "
+                   "rate changes (e.g. 30,60)")
+      ->delimiter(',')
+      ->check(positive_number());
+  train->add_option("--final-lr", train_options.final_lr, "cosine, poly: the last rate")
+      ->check(number_in(0, 1e6))
+      ->capture_default_str();
+  train->add_option("--lr-power", train_options.lr_power, "poly: the power")
+      ->check(positive_number())
+      ->capture_default_str();
+  train
+      ->add_option("--warmup-epochs", train_options.warmup_epochs,
+                   "Epochs (a fraction too) of linear warm-up from 0 to the rate, first")
+      ->check(number_in(0, 100000))
+      ->capture_default_str();
   train->add_option("--data", data_dir,
                     "Directory of the Fashion-MNIST files (default: the dataset-fashion-mnist "
                     "package's, /usr/share/datasets/fashion-mnist)");

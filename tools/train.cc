@@ -180,6 +180,14 @@ std::shared_ptr<dist::GradientAggregator> make_aggregator(const TrainOptions& op
   return nullptr;
 }
 
+// Note [A loss that stops being finite]
+// The host waits for the losses of the batch two behind the one it pushes
+// (bounding the batches in flight); the sums of that batch's losses, one
+// per device, are read then, so a NaN or infinite loss ends the run naming
+// its epoch and batch, at the cost of one small read per batch and device,
+// of results already computed. The batches still in flight at the end of
+// the epoch are checked before its figures are printed.
+
 // Note [Profiled batches]
 // `tagflow train --profile` records batches 5 to 9 of the first epoch, after
 // the first batches have warmed the caches and the memory pools up. A first
@@ -269,6 +277,48 @@ init::InitializerPtr model_initializer(const std::string& name) {
   return name == "resnet18" ? init::Normal(0.01) : init::Xavier();
 }
 
+nn::LrSchedule make_schedule(const TrainOptions& options, std::int64_t batches_per_epoch) {
+  const auto updates = [&](double epochs) {
+    return static_cast<std::int64_t>(std::llround(epochs * static_cast<double>(batches_per_epoch)));
+  };
+  const std::int64_t total = options.epochs * batches_per_epoch;
+  const std::int64_t warmup = updates(options.warmup_epochs);
+  TAGFLOW_CHECK(options.warmup_epochs >= 0 && (warmup < total || total == 0 || warmup == 0),
+                "train: --warmup-epochs: expected fewer epochs of warm-up than of training ({}), "
+                "got {}",
+                options.epochs, options.warmup_epochs);
+  nn::LrSchedule schedule;
+  switch (nn::parse_lr_schedule_kind(options.lr_schedule)) {
+    case nn::LrScheduleKind::kConstant:
+      break;
+    case nn::LrScheduleKind::kFactor:
+      TAGFLOW_CHECK(options.lr_steps.size() == 1 && updates(options.lr_steps[0]) >= 1,
+                    "train: --lr-schedule factor: expected one --lr-steps value, the epochs "
+                    "between two changes of the rate (at least one batch), got {}",
+                    options.lr_steps.size());
+      schedule = nn::LrSchedule::factor_every(updates(options.lr_steps[0]), options.lr_factor);
+      break;
+    case nn::LrScheduleKind::kMultiFactor: {
+      TAGFLOW_CHECK(!options.lr_steps.empty(),
+                    "train: --lr-schedule multifactor: expected --lr-steps, the epochs after "
+                    "which the rate changes, e.g. --lr-steps 30,60");
+      std::vector<std::int64_t> steps;
+      for (double epochs : options.lr_steps) steps.push_back(updates(epochs));
+      schedule = nn::LrSchedule::multifactor(steps, options.lr_factor);
+      break;
+    }
+    case nn::LrScheduleKind::kCosine:
+      schedule =
+          nn::LrSchedule::cosine(std::max<std::int64_t>(total, warmup + 1), options.final_lr);
+      break;
+    case nn::LrScheduleKind::kPoly:
+      schedule = nn::LrSchedule::poly(std::max<std::int64_t>(total, warmup + 1), options.lr_power,
+                                      options.final_lr);
+      break;
+  }
+  return warmup > 0 ? schedule.with_warmup(warmup) : schedule;
+}
+
 double default_learning_rate(const std::string& optimizer) {
   if (optimizer == "sgd") return 0.1;
   if (optimizer == "adam") return 0.001;
@@ -329,6 +379,12 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
                 options.epochs, options.batch_size, options.learning_rate);
   const double learning_rate =
       options.learning_rate > 0 ? options.learning_rate : default_learning_rate(options.optimizer);
+  TAGFLOW_CHECK(options.optimizer == "sgd" || (options.momentum == 0 && !options.nesterov),
+                "train: --momentum and --nesterov apply to sgd; adam has its own moments (got "
+                "--optimizer {} with momentum {})",
+                options.optimizer, options.momentum);
+  TAGFLOW_CHECK(!options.nesterov || options.momentum > 0,
+                "train: --nesterov needs --momentum above 0, such as 0.9");
   TAGFLOW_CHECK(!options.devices.empty(), "train: expected at least one device, got none");
   TAGFLOW_CHECK(options.dist == "none" || options.dist == "mpi" || options.dist == "nccl",
                 "train: unknown dist \"{}\"; expected none, mpi or nccl", options.dist);
@@ -415,7 +471,14 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
     net->load_parameters(options.load, devices);
   }
   nn::SoftmaxCrossEntropyLoss loss_function;
-  nn::Trainer trainer(net->collect_params(), options.optimizer, {.learning_rate = learning_rate},
+  const nn::LrSchedule schedule = make_schedule(options, train_data.size());
+  nn::Trainer trainer(net->collect_params(), options.optimizer,
+                      {.learning_rate = learning_rate,
+                       .momentum = options.momentum,
+                       .nesterov = options.nesterov,
+                       .weight_decay = options.weight_decay,
+                       .clip_global_norm = options.clip_grad_norm,
+                       .schedule = schedule},
                       make_aggregator(options));
   if (distributed) {
     (*net)(zeros({1, 1, 28, 28}, DType::kFloat32, devices[0]));  // the deferred shapes
@@ -433,9 +496,22 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
     const std::string across =
         distributed ? fmt::format(" in each of {} processes ({})", process_count, options.dist)
                     : "";
-    fmt::print("train: {} on {}{}, {} training and {} test images, batch {}, {} learning rate {}\n",
-               options.model, devices_text(devices), across, train_data.dataset().size(),
-               test_data.dataset().size(), options.batch_size, options.optimizer, learning_rate);
+    std::string optimizer = fmt::format("{} learning rate {}", options.optimizer, learning_rate);
+    if (schedule.kind != nn::LrScheduleKind::kConstant || schedule.warmup_steps > 0) {
+      optimizer += " (" + schedule.describe() + ")";
+    }
+    if (options.momentum > 0) {
+      optimizer +=
+          fmt::format(", {}momentum {}", options.nesterov ? "Nesterov " : "", options.momentum);
+    }
+    if (options.weight_decay > 0)
+      optimizer += fmt::format(", weight decay {}", options.weight_decay);
+    if (options.clip_grad_norm > 0) {
+      optimizer += fmt::format(", gradients clipped to norm {}", options.clip_grad_norm);
+    }
+    fmt::print("train: {} on {}{}, {} training and {} test images, batch {}, {}\n", options.model,
+               devices_text(devices), across, train_data.dataset().size(),
+               test_data.dataset().size(), options.batch_size, optimizer);
   }
   std::fflush(stdout);
   if (speaks && !options.profile.empty() && options.epochs == 0) {
@@ -461,7 +537,25 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
       total_loss.push_back(zeros({1}, DType::kFloat32, c));
       correct.push_back(zeros({1}, DType::kFloat32, c));
     }
-    std::deque<std::vector<NDArray>> in_flight;
+    // Each batch's loss sums per device, checked once the host has waited
+    // for them anyway (Note [A loss that stops being finite]).
+    struct BatchInFlight {
+      std::int64_t batch = 0;
+      std::vector<NDArray> loss_sums;
+    };
+    std::deque<BatchInFlight> in_flight;
+    const auto check_finite = [&](const BatchInFlight& b) {
+      for (const NDArray& loss_sum : b.loss_sums) {
+        const float value = loss_sum.asscalar<float>();
+        if (std::isfinite(value)) continue;
+        progress_line.clear();
+        detail::throw_error(
+            "train: the training diverged: expected a finite loss, got {} in epoch {}/{}, batch "
+            "{} of {} ({}, learning rate {}); try a lower --lr, such as {}",
+            std::isnan(value) ? "nan" : fmt::format("{}", value), epoch + 1, options.epochs,
+            b.batch + 1, train_data.size(), options.optimizer, learning_rate, learning_rate / 10);
+      }
+    };
     std::int64_t samples = 0;
     std::int64_t batches = 0;
     const std::int64_t batches_per_epoch = train_data.size();
@@ -489,14 +583,16 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
       // Every process's batch has the same size: the global one is n.
       const std::int64_t n = batch.data.shape()[0] * process_count;
       trainer.step(n);  // gradients summed across devices and processes, every copy updated
+      BatchInFlight pushed{.batch = batches, .loss_sums = {}};
       for (std::size_t d = 0; d < xs.size(); ++d) {
-        total_loss[d] += sum(losses[d]);
+        pushed.loss_sums.push_back(sum(losses[d]));
+        total_loss[d] += pushed.loss_sums.back();
         correct[d] += count_correct(scores[d].detach(), ys[d]);
       }
       samples += batch.data.shape()[0];
-      in_flight.push_back(losses);
+      in_flight.push_back(std::move(pushed));
       if (in_flight.size() > 2) {
-        for (const NDArray& l : in_flight.front()) l.wait_to_read();
+        check_finite(in_flight.front());  // waits for that batch's losses
         in_flight.pop_front();
       }
       ++batches;
@@ -508,6 +604,7 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
     if (profiling) {
       profile_window(profiling, profiled.end, profiled, batches_per_epoch, profile_file, processes);
     }
+    for (const BatchInFlight& b : in_flight) check_finite(b);
     const std::vector<double> totals = over_processes(
         processes, {sum_on_host(total_loss), sum_on_host(correct), static_cast<double>(samples)});
     TAGFLOW_CHECK(totals[2] > 0,
@@ -519,7 +616,7 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
     result.train_accuracy = totals[1] / totals[2];
     result.seconds = seconds_since(start);
     result.images_per_second = totals[2] / result.seconds;
-    if (!std::isfinite(result.loss)) {
+    if (!std::isfinite(result.loss)) {  // another process's loss (each checks its own)
       progress_line.clear();
       detail::throw_error(
           "train: the training diverged: expected a finite mean loss, got {} in epoch {}/{} ({}, "

@@ -11,6 +11,7 @@
 
 #include "nn/block.h"
 #include "nn/dist/mpi_communicator.h"
+#include "nn/lr_schedule.h"
 
 namespace tagflow::tools {
 
@@ -26,6 +27,25 @@ struct TrainOptions {
   double learning_rate = 0;
   /// "sgd" or "adam".
   std::string optimizer = "sgd";
+  /// sgd: momentum (0: none), and Nesterov's variant of it.
+  double momentum = 0;
+  bool nesterov = false;
+  /// L2 weight decay.
+  double weight_decay = 0;
+  /// > 0: the gradients scaled together to this global norm at most.
+  double clip_grad_norm = -1;
+  /// The learning-rate schedule (nn/lr_schedule.h): "constant", "factor"
+  /// (times lr_factor every lr_steps[0] epochs), "multifactor" (times
+  /// lr_factor after each epoch of lr_steps), "cosine" or "poly" (to
+  /// final_lr at the last update; poly with lr_power); after warmup_epochs
+  /// of linear warm-up from 0. Epochs become updates with the number of
+  /// batches per epoch.
+  std::string lr_schedule = "constant";
+  double lr_factor = 0.1;
+  std::vector<double> lr_steps;
+  double final_lr = 0;
+  double lr_power = 2;
+  double warmup_epochs = 0;
   /// The Fashion-MNIST IDX files (plain or gzip).
   std::filesystem::path data_dir;
   /// Parameters written after training (none: empty); refused before
@@ -76,6 +96,11 @@ std::shared_ptr<nn::Sequential> build_model(const std::string& name);
 /// How `tagflow train` initialises that network: Xavier, or Normal(0.01)
 /// for resnet18 (as the tutorials' multi-GPU chapter).
 init::InitializerPtr model_initializer(const std::string& name);
+
+/// The schedule of `options` for `batches_per_epoch` updates per epoch
+/// (TrainOptions::lr_schedule). Throws tagflow::Error, naming the option,
+/// for values that give no schedule.
+nn::LrSchedule make_schedule(const TrainOptions& options, std::int64_t batches_per_epoch);
 
 /// The learning rate `tagflow train` uses with `optimizer` when none is
 /// given: 0.1 for "sgd", 0.001 for "adam" (Adam's steps are scaled by the
