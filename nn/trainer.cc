@@ -1,11 +1,18 @@
 #include "nn/trainer.h"
 
 #include <map>
+#include <stdexcept>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "nn/io/file_error.h"
+#include "nn/io/safetensors.h"
 #include "ops/creation.h"
 #include "ops/elementwise.h"
 #include "ops/optimizer_update.h"
 #include "ops/reduce.h"
+#include "tagflow/version.h"
 
 namespace tagflow::nn {
 
@@ -118,18 +125,12 @@ void Trainer::update(std::int64_t batch_size) {
   const double rate = options_.schedule.learning_rate(steps_, options_.learning_rate);
   const double rescale = 1.0 / static_cast<double>(batch_size);
   if (options_.clip_global_norm > 0) clip_by_global_norm(rescale);
-  if (states_.empty()) states_.resize(params_.size());
+  make_states();
   std::size_t index = 0;
   for (const ParameterPtr& p : params_) {
     auto& states = states_[index++];
     if (p->grad_req() == GradReq::kNull) continue;
     const std::vector<NDArray>& weights = p->list_data();
-    if (states.size() != weights.size()) {
-      states.clear();
-      for (const NDArray& w : weights) {
-        states.emplace_back(zeros_like(w.detach()), zeros_like(w.detach()));
-      }
-    }
     const std::vector<NDArray> grads = p->list_grad();
     for (std::size_t d = 0; d < weights.size(); ++d) {
       if (optimizer_ == "sgd") {
@@ -153,6 +154,151 @@ void Trainer::update(std::int64_t batch_size) {
       }
     }
   }
+}
+
+void Trainer::make_states() {
+  if (states_.empty()) states_.resize(params_.size());
+  std::size_t index = 0;
+  for (const ParameterPtr& p : params_) {
+    auto& states = states_[index++];
+    if (p->grad_req() == GradReq::kNull) continue;
+    const std::vector<NDArray>& weights = p->list_data();
+    if (states.size() == weights.size()) continue;
+    states.clear();
+    for (const NDArray& w : weights) {
+      states.emplace_back(zeros_like(w.detach()), zeros_like(w.detach()));
+    }
+  }
+}
+
+// Note [Trainer state]
+// A trainer's state is what its updates depend on besides the parameters:
+// per learned parameter, sgd's momentum or Adam's first and second moments
+// (the copies on a parameter's devices are equal, so the first device's
+// copy is saved and loaded onto all), the number of updates made (Adam's
+// bias correction and the schedule's position) and the base rate. The file
+// names each tensor "<index>.<m or v>" by the parameter's place in the
+// trainer's list (names such as "dense0_weight" depend on how many blocks
+// the process made before, so they are kept for messages only), and its
+// metadata holds the optimizer, the update count, the base rate (as %.17g:
+// read back to the same double), the number of parameters and their names,
+// and tagflow's version. A file fits a trainer of the same optimizer whose
+// parameters have, in order, the shapes of the saved states. Parameters
+// themselves are saved by Block::save_parameters, next to it.
+namespace {
+
+constexpr const char* kOptimizerKey = "tagflow.optimizer";
+constexpr const char* kUpdatesKey = "tagflow.updates";
+constexpr const char* kRateKey = "tagflow.learning_rate";
+constexpr const char* kParametersKey = "tagflow.parameters";
+constexpr const char* kNamesKey = "tagflow.parameter_names";
+constexpr const char* kVersionKey = "tagflow.version";
+
+}  // namespace
+
+void Trainer::save_states(const std::filesystem::path& path,
+                          const std::map<std::string, std::string>& metadata) {
+  check_initialized();
+  make_states();
+  std::vector<std::pair<std::string, NDArray>> tensors;
+  std::vector<std::string> names;
+  std::size_t index = 0;
+  for (const ParameterPtr& p : params_) {
+    const auto& states = states_[index];
+    names.push_back(p->name());
+    if (p->grad_req() != GradReq::kNull) {
+      const std::string prefix = fmt::format("{}.", index);
+      tensors.emplace_back(prefix + "m", states[0].first);
+      if (optimizer_ == "adam") tensors.emplace_back(prefix + "v", states[0].second);
+    }
+    ++index;
+  }
+  std::map<std::string, std::string> all = metadata;
+  all[kOptimizerKey] = optimizer_;
+  all[kUpdatesKey] = std::to_string(steps_);
+  all[kRateKey] = fmt::format("{:.17g}", options_.learning_rate);
+  all[kParametersKey] = std::to_string(params_.size());
+  all[kNamesKey] = fmt::format("{}", fmt::join(names, ","));
+  all[kVersionKey] = version_string();
+  io::save_safetensors(path, tensors, all);
+}
+
+std::map<std::string, std::string> Trainer::load_states(const std::filesystem::path& path) {
+  check_initialized();
+  const std::map<std::string, std::string> metadata = io::safetensors_metadata(path);
+  const auto field = [&](const char* key) {
+    const auto it = metadata.find(key);
+    if (it == metadata.end()) {
+      throw io::FileError(path,
+                          fmt::format("not a trainer's state: no \"{}\" in its metadata", key));
+    }
+    return it->second;
+  };
+  if (field(kOptimizerKey) != optimizer_) {
+    throw io::FileError(path, fmt::format("the state of a {} trainer, this one is {}",
+                                          field(kOptimizerKey), optimizer_));
+  }
+  if (field(kParametersKey) != std::to_string(params_.size())) {
+    const auto names = metadata.find(kNamesKey);
+    throw io::FileError(
+        path,
+        fmt::format("the state of {} parameters ({}), this trainer has {}", field(kParametersKey),
+                    names != metadata.end() ? names->second : "", params_.size()));
+  }
+  std::int64_t updates = 0;
+  double rate = 0;
+  try {
+    std::size_t used = 0;
+    const std::string text = field(kUpdatesKey);
+    updates = std::stoll(text, &used);
+    if (used != text.size() || updates < 0) throw std::invalid_argument(text);
+    const std::string rate_text = field(kRateKey);
+    rate = std::stod(rate_text, &used);
+    if (used != rate_text.size() || !(rate >= 0)) throw std::invalid_argument(rate_text);
+  } catch (const std::logic_error&) {
+    throw io::FileError(path, fmt::format("expected a count of updates >= 0 and a rate >= 0, got "
+                                          "\"{}\" and \"{}\"",
+                                          field(kUpdatesKey), field(kRateKey)));
+  }
+  std::map<std::string, NDArray> loaded;
+  for (auto& [name, value] : io::load_safetensors(path, cpu())) loaded.emplace(name, value);
+  make_states();
+  // Every tensor checked before any state changes.
+  std::vector<std::pair<NDArray*, NDArray>> assignments;  // (a device's state, its value)
+  std::size_t index = 0, used_tensors = 0;
+  for (const ParameterPtr& p : params_) {
+    auto& states = states_[index];
+    if (p->grad_req() != GradReq::kNull) {
+      const std::string prefix = fmt::format("{}.", index);
+      for (const char* part : {"m", "v"}) {
+        if (part[0] == 'v' && optimizer_ != "adam") continue;
+        const auto it = loaded.find(prefix + part);
+        if (it == loaded.end()) {
+          throw io::FileError(path, fmt::format("no tensor \"{}{}\"", prefix, part));
+        }
+        if (it->second.shape() != p->shape() || it->second.dtype() != DType::kFloat32) {
+          throw io::FileError(
+              path, fmt::format("\"{}{}\": expected float32 of shape ({}), got {} "
+                                "of shape ({})",
+                                prefix, part, p->shape().str(), dtype_name(it->second.dtype()),
+                                it->second.shape().str()));
+        }
+        ++used_tensors;
+        for (auto& state : states) {
+          assignments.emplace_back(part[0] == 'm' ? &state.first : &state.second, it->second);
+        }
+      }
+    }
+    ++index;
+  }
+  if (used_tensors != loaded.size()) {
+    throw io::FileError(path, fmt::format("{} tensors that belong to no parameter's state",
+                                          loaded.size() - used_tensors));
+  }
+  for (auto& [state, value] : assignments) value.copyto(*state);
+  steps_ = updates;
+  options_.learning_rate = rate;
+  return metadata;
 }
 
 }  // namespace tagflow::nn

@@ -24,6 +24,8 @@
 //   trainer.step(batch.data.shape()[0]);   // the whole batch's size
 
 #include <cstdint>
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -84,6 +86,22 @@ class Trainer {
   /// they are (aggregated or not). Returns at once.
   void update(std::int64_t batch_size);
 
+  /// Writes the optimizer's state (Note [Trainer state]) to the safetensors
+  /// file `path` (atomically: the old file or the whole new one), with
+  /// `metadata` in its "__metadata__" besides the trainer's own "tagflow.*"
+  /// keys. Waits for the states' values. Throws io::FileError when it cannot.
+  ///
+  ///   trainer.save_states("trainer.safetensors", {{"epoch", "3"}});
+  void save_states(const std::filesystem::path& path,
+                   const std::map<std::string, std::string>& metadata = {});
+  /// Reads what save_states wrote into every device's copy of each
+  /// parameter's state and restores the update count (the schedule's
+  /// position) and the base rate; returns the file's metadata. Checked
+  /// before anything changes: a file of another optimizer, another list of
+  /// parameters (count, names, shapes) or a damaged file throws
+  /// io::FileError saying what differs. The parameters must be initialized.
+  std::map<std::string, std::string> load_states(const std::filesystem::path& path);
+
   const dist::GradientAggregator& aggregator() const { return *aggregator_; }
 
   /// The base rate (TrainerOptions::learning_rate).
@@ -102,6 +120,8 @@ class Trainer {
 
  private:
   void check_initialized() const;
+  /// Makes the per-device states of every parameter that has none (zeros).
+  void make_states();
   /// Scales every gradient by min(1, clip_global_norm / norm) (Note
   /// [Clipping by the global norm]).
   void clip_by_global_norm(double rescale);

@@ -109,6 +109,7 @@ class DataLoader::Impl {
                   "as_in_context",
                   context_.str());
     check_device(context_);
+    epochs_started_ = options_.first_epoch;
     prefetch_ = options_.prefetch > 0 ? options_.prefetch : 2 * options_.num_workers;
     slots_.resize(static_cast<std::size_t>(prefetch_));
     workers_.reserve(static_cast<std::size_t>(options_.num_workers));

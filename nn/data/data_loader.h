@@ -92,6 +92,9 @@ struct DataLoaderOptions {
   bool shuffle = false;
   /// With `shuffle`: epoch e's order is a function of (seed, e) alone.
   std::uint64_t seed = 0;
+  /// The number of the first epoch started: a run resumed at epoch e starts
+  /// there and sees the orders an uninterrupted run would.
+  std::uint64_t first_epoch = 0;
   LastBatch last_batch = LastBatch::kKeep;
   /// 0: batches are built in the calling thread when asked for; n > 0: by n
   /// background threads, ahead of use (Note [Loader workers]).
@@ -195,7 +198,8 @@ class DataLoader {
   /// counting the samples the epoch started last carries over.
   std::int64_t size() const;
   std::int64_t batch_size() const;
-  /// Epochs started so far; the current one, if any, is number epochs() - 1.
+  /// Epochs started so far, counting from first_epoch; the current one, if
+  /// any, is number epochs() - 1.
   std::uint64_t epochs() const;
   /// Where the batches live.
   Context context() const;

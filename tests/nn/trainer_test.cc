@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -225,6 +226,74 @@ TEST(TrainerTest, EachUpdateUsesTheSchedulesRate) {
   for (std::size_t i = 0; i < w.size(); ++i) w[i] -= (0.4 + 0.2 + 0.1) * g_sum[i] / 8;
   const std::vector<double> got = KnownGradient::weights(dense, cpu(0));
   for (std::size_t i = 0; i < w.size(); ++i) EXPECT_NEAR(got[i], w[i], 1e-5) << i;
+}
+
+TEST(TrainerTest, AStateSavedAndLoadedContinuesExactlyAsTheUninterruptedRun) {
+  const KnownGradient known;
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("tagflow_trainer_state_" +
+                    std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  std::filesystem::create_directories(dir);
+  const std::vector<Context> devices = {cpu(0), cpu(1)};
+  for (const std::string optimizer : {"sgd", "adam"}) {
+    SCOPED_TRACE(optimizer);
+    const nn::TrainerOptions options{.learning_rate = optimizer == "sgd" ? 0.1 : 0.01,
+                                     .momentum = optimizer == "sgd" ? 0.9 : 0.0,
+                                     .schedule = nn::LrSchedule::cosine(6).with_warmup(2)};
+    const auto make = [&](nn::Dense& dense) {
+      random::seed(9);
+      dense.initialize(init::Normal(0.5), devices);
+      return nn::Trainer(dense.collect_params(), optimizer, options);
+    };
+    nn::Dense whole(3, "", 4);
+    nn::Trainer whole_trainer = make(whole);
+    nn::Dense first(3, "", 4);
+    nn::Trainer first_trainer = make(first);
+    for (int step = 0; step < 3; ++step) {
+      known.backward(whole, devices);
+      whole_trainer.step(8);
+      known.backward(first, devices);
+      first_trainer.step(8);
+    }
+    first.save_parameters(dir / "params.safetensors");
+    first_trainer.save_states(dir / "trainer.safetensors", {{"epoch", "1"}});
+    // A fresh network and trainer, as a new process would make them.
+    nn::Dense resumed(3, "", 4);
+    nn::Trainer resumed_trainer = make(resumed);
+    resumed.load_parameters(dir / "params.safetensors", devices);
+    const auto metadata = resumed_trainer.load_states(dir / "trainer.safetensors");
+    EXPECT_EQ(metadata.at("epoch"), "1");
+    EXPECT_EQ(resumed_trainer.updates(), 3);
+    for (int step = 0; step < 3; ++step) {
+      known.backward(whole, devices);
+      whole_trainer.step(8);
+      known.backward(resumed, devices);
+      resumed_trainer.step(8);
+    }
+    for (Context ctx : devices) {
+      EXPECT_EQ(resumed.weight()->data(ctx).to_vector<float>(),
+                whole.weight()->data(ctx).to_vector<float>())
+          << "bit for bit on " << ctx;
+      EXPECT_EQ(resumed.bias()->data(ctx).to_vector<float>(),
+                whole.bias()->data(ctx).to_vector<float>());
+    }
+  }
+  // The state of another optimizer, or a damaged file, changes nothing.
+  nn::Dense dense(3, "", 4);
+  dense.initialize(init::Normal(0.5), {cpu(0)});
+  nn::Trainer adam(dense.collect_params(), "adam");
+  (void)adam.load_states(dir / "trainer.safetensors");  // the last one saved was Adam's
+  EXPECT_EQ(adam.updates(), 3);
+  nn::Trainer sgd(dense.collect_params(), "sgd", {.momentum = 0.9});
+  EXPECT_NE(testing::error_of([&] {
+              (void)sgd.load_states(dir / "trainer.safetensors");
+            }).find("the state of a adam trainer, this one is sgd"),
+            std::string::npos);
+  std::filesystem::resize_file(dir / "trainer.safetensors",
+                               std::filesystem::file_size(dir / "trainer.safetensors") / 2);
+  EXPECT_THROW((void)adam.load_states(dir / "trainer.safetensors"), io::FileError);
+  EXPECT_EQ(adam.updates(), 3) << "unchanged by the damaged file";
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -186,6 +186,17 @@ TEST(DataLoaderTest, ShuffledEpochsArePermutationsFixedBySeedAndEpoch) {
       } else {
         EXPECT_EQ(orders, orders_at_zero_workers) << "order depends on num_workers " << workers;
       }
+      // A loader that starts at epoch 2, as a resumed run does, gives epoch
+      // 2's order first.
+      DataLoader resumed(dataset, 8,
+                         {.shuffle = true, .seed = 7, .first_epoch = 2, .num_workers = workers});
+      std::vector<std::int32_t> order;
+      for (const Batch& batch : resumed) {
+        const std::vector<std::int32_t> labels = labels_of(batch);
+        order.insert(order.end(), labels.begin(), labels.end());
+      }
+      EXPECT_EQ(order, orders[2]) << "workers " << workers;
+      EXPECT_EQ(resumed.epochs(), 3u);
     });
   }
   // The same seed gives the same epochs in a new loader; another seed does not.
