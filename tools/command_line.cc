@@ -197,6 +197,8 @@ struct CommandLine::Parts {
   std::string data_dir;
   std::string save_path;
   std::string load_path;
+  std::string checkpoint_dir;
+  std::string resume_dir;
   std::string profile_path;
   bool no_progress = false;
   bool train_json = false;
@@ -313,6 +315,16 @@ CommandLine::Parts::Parts() {
                     "Directory of the Fashion-MNIST files (default: the dataset-fashion-mnist "
                     "package's, /usr/share/datasets/fashion-mnist)");
   train->add_option("--save", save_path, "Write the trained parameters to this file");
+  train->add_option("--checkpoint", checkpoint_dir,
+                    "Write a checkpoint here after every epoch, and on SIGINT/SIGTERM at the next "
+                    "batch, then stop");
+  train
+      ->add_option("--keep-checkpoints", train_options.keep_checkpoints,
+                   "Checkpoints kept, the newest")
+      ->check(integer_in(1, 1000000))
+      ->capture_default_str();
+  train->add_option("--resume", resume_dir,
+                    "Continue exactly from the newest checkpoint in this directory that loads");
   train->add_option("--load", load_path, "Start from the parameters of this file");
   train->add_option("--seed", train_options.seed, "Seed of the initial parameters and shuffle")
       ->check(integer_at_least<std::uint64_t>(0))
@@ -515,6 +527,8 @@ void CommandLine::parse(int argc, const char* const* argv) {
     p.train_options.data_dir = p.data_dir;
     p.train_options.save = p.save_path;
     p.train_options.load = p.load_path;
+    p.train_options.checkpoint_dir = p.checkpoint_dir;
+    p.train_options.resume_dir = p.resume_dir;
     p.train_options.profile = p.profile_path;
     p.train_options.progress = !p.no_progress;
     p.train_options.json = p.train_json;
@@ -585,8 +599,24 @@ int run_stress_command(const StressOptions& options, bool json) {
 /// ends the whole job (the others would wait for this one until their
 /// timeout otherwise).
 int run_train_command(TrainOptions options, double dist_timeout) {
+  // Stopped as asked: the checkpoint to resume from, and the status of a
+  // process ended by that signal.
+  const auto stopped = [](const TrainingStopped& e, bool speaks) {
+    if (speaks) {
+      fmt::print(stderr, "{}\n", e.what());
+      if (!e.checkpoint().empty()) {
+        fmt::print(stderr, "train: continue with --resume {}\n",
+                   e.checkpoint().parent_path().string());
+      }
+    }
+    return e.signal() > 0 ? 128 + e.signal() : 0;
+  };
   if (options.dist == "none") {
-    (void)run_train(options);
+    try {
+      (void)run_train(options);
+    } catch (const TrainingStopped& e) {
+      return stopped(e, true);
+    }
     return 0;
   }
   options.processes = dist::MpiCommunicator::world({.timeout_seconds = dist_timeout});
@@ -596,6 +626,8 @@ int run_train_command(TrainOptions options, double dist_timeout) {
   std::fflush(stderr);
   try {
     (void)run_train(options);
+  } catch (const TrainingStopped& e) {
+    return stopped(e, processes.rank() == 0);  // every rank stops at the same epoch
   } catch (const std::exception& e) {
     fmt::print(stderr, "tagflow: rank {} of {}: {}\n", processes.rank(), processes.size(),
                e.what());

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <deque>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <thread>
@@ -18,6 +20,7 @@
 
 #include "tagflow/dist.h"
 #include "tagflow/tagflow.h"
+#include "tools/checkpoint.h"
 #include "tools/profile_merge.h"
 
 namespace tagflow::tools {
@@ -372,6 +375,78 @@ std::string format_progress(const Progress& p) {
   return line;
 }
 
+namespace {
+
+// Note [Stopping at a batch boundary]
+// With a checkpoint directory, SIGINT and SIGTERM only set a flag (the
+// handler does nothing else, as a handler must); the training loop reads
+// it before each batch, writes a checkpoint there and stops. Across
+// processes a signal does not reach every rank at the same batch, and a
+// rank that stopped alone would leave the others waiting in a collective:
+// there the flag is summed over processes with the epoch's figures, and
+// all ranks stop together at the end of the epoch, after its checkpoint.
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+extern "C" void request_stop(int signal) { g_stop_signal = signal; }
+
+/// Sets request_stop for SIGINT and SIGTERM while it lives, then puts the
+/// previous handlers back.
+class StopOnSignals {
+ public:
+  explicit StopOnSignals(bool active) : active_(active) {
+    if (!active_) return;
+    g_stop_signal = 0;
+    struct sigaction action {};
+    action.sa_handler = request_stop;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &previous_int_);
+    sigaction(SIGTERM, &action, &previous_term_);
+  }
+  ~StopOnSignals() {
+    if (!active_) return;
+    sigaction(SIGINT, &previous_int_, nullptr);
+    sigaction(SIGTERM, &previous_term_, nullptr);
+  }
+  StopOnSignals(const StopOnSignals&) = delete;
+  StopOnSignals& operator=(const StopOnSignals&) = delete;
+
+ private:
+  bool active_;
+  struct sigaction previous_int_ {};
+  struct sigaction previous_term_ {};
+};
+
+/// A float exactly, as text that reads back to the same bits.
+std::string exact(float value) { return fmt::format("{:a}", value); }
+float read_exact(const std::map<std::string, std::string>& metadata, const std::string& key,
+                 const std::filesystem::path& file) {
+  const auto it = metadata.find(key);
+  if (it == metadata.end()) throw io::FileError(file, "no \"" + key + "\" in its metadata");
+  char* end = nullptr;
+  const float value = std::strtof(it->second.c_str(), &end);
+  if (end == it->second.c_str() || *end != '\0') {
+    throw io::FileError(file,
+                        fmt::format("\"{}\": expected a number, got \"{}\"", key, it->second));
+  }
+  return value;
+}
+
+/// What a checkpoint must agree on with the run that resumes from it, for
+/// the resumed run to be the same as one never stopped.
+std::map<std::string, std::string> run_identity(const TrainOptions& options, int processes) {
+  std::vector<std::string> devices;
+  for (Context c : options.devices) devices.push_back(c.str());
+  return {{"model", options.model},
+          {"optimizer", options.optimizer},
+          {"seed", std::to_string(options.seed)},
+          {"batch_size", std::to_string(options.batch_size)},
+          {"limit", std::to_string(options.limit)},
+          {"devices", fmt::format("{}", fmt::join(devices, ","))},
+          {"processes", std::to_string(processes)}};
+}
+
+}  // namespace
+
 std::vector<EpochResult> run_train(const TrainOptions& options) {
   TAGFLOW_CHECK(options.epochs >= 0 && options.batch_size > 0 && options.learning_rate >= 0,
                 "train: expected epochs >= 0, a batch size > 0 and a learning rate >= 0 (0: the "
@@ -446,10 +521,42 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
   const bool any_gpu =
       std::any_of(devices.begin(), devices.end(), [](Context c) { return c.is_gpu(); });
   const Context batch_context = any_gpu ? cpu_pinned(0) : cpu(0);
+  // Where to resume: the newest checkpoint that loads (Note [Checkpoints]).
+  std::optional<Checkpoint> resume_from;
+  std::map<std::string, std::string> resumed;  // its metadata
+  if (!options.resume_dir.empty()) {
+    for (const Checkpoint& c : list_checkpoints(options.resume_dir)) {
+      try {
+        resumed = validate_checkpoint(c);
+        resume_from = c;
+        break;
+      } catch (const io::FileError& e) {
+        if (speaks) {
+          fmt::print(stderr, "train: --resume: skipping {}: {}\n", c.dir.string(), e.what());
+        }
+      }
+    }
+    TAGFLOW_CHECK(resume_from.has_value(),
+                  "train: --resume: expected a checkpoint that loads in {}, found none",
+                  options.resume_dir.string());
+    for (const auto& [key, value] : run_identity(options, process_count)) {
+      const auto it = resumed.find(key);
+      const std::string saved = it != resumed.end() ? it->second : "(none)";
+      TAGFLOW_CHECK(saved == value,
+                    "train: --resume: {} was made with {} {}, this run has {}: resuming exactly "
+                    "needs the same options",
+                    resume_from->dir.string(), key, saved, value);
+    }
+    TAGFLOW_CHECK(resume_from->position.epoch <= options.epochs,
+                  "train: --resume: {} is after epoch {}, and this run has {} epochs",
+                  resume_from->dir.string(), resume_from->position.epoch, options.epochs);
+  }
+  const int first_epoch = resume_from ? resume_from->position.epoch : 0;
   data::DataLoader train_data(
       train_set, process_batch,
       {.shuffle = true,
        .seed = options.seed,
+       .first_epoch = static_cast<std::uint64_t>(first_epoch),
        .last_batch = drop_last ? data::LastBatch::kDiscard : data::LastBatch::kKeep,
        .num_workers = options.num_workers,
        .context = batch_context,
@@ -480,10 +587,32 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
                        .clip_global_norm = options.clip_grad_norm,
                        .schedule = schedule},
                       make_aggregator(options));
+  if (resume_from) {
+    net->load_parameters(resume_from->dir / "parameters.safetensors", devices);
+    (void)trainer.load_states(resume_from->dir / "trainer.safetensors");
+    if (speaks) {
+      fmt::print(stderr, "train: resuming from {} (epoch {}, batch {})\n",
+                 resume_from->dir.string(), resume_from->position.epoch + 1,
+                 resume_from->position.batch + 1);
+    }
+  }
   if (distributed) {
     (*net)(zeros({1, 1, 28, 28}, DType::kFloat32, devices[0]));  // the deferred shapes
     trainer.broadcast_parameters();  // every process starts from rank 0's weights
   }
+  const StopOnSignals stop_on_signals(!options.checkpoint_dir.empty());
+  std::int64_t trained_here = 0;  // batches trained by this run
+  const auto stop_signal = [&] {
+    if (g_stop_signal != 0) return static_cast<int>(g_stop_signal);
+    return options.stop_after > 0 && trained_here >= options.stop_after ? -1 : 0;
+  };
+  const auto checkpoint = [&](int epochs_done, std::int64_t batch,
+                              std::map<std::string, std::string> extra) {
+    std::map<std::string, std::string> metadata = run_identity(options, process_count);
+    metadata.merge(extra);
+    return write_checkpoint(options.checkpoint_dir, {.epoch = epochs_done, .batch = batch}, *net,
+                            trainer, std::move(metadata), options.keep_checkpoints);
+  };
 
   const bool progress = speaks && options.progress && isatty(STDERR_FILENO) != 0;
   if (speaks && options.json) {
@@ -526,7 +655,7 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
   };
 
   std::vector<EpochResult> results;
-  for (int epoch = 0; epoch < options.epochs; ++epoch) {
+  for (int epoch = first_epoch; epoch < options.epochs; ++epoch) {
     const Clock::time_point start = Clock::now();
     // Loss and accuracy stay on the device until the epoch ends (one wait
     // per epoch, not per batch). The host runs at most two batches ahead of
@@ -558,11 +687,47 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
     };
     std::int64_t samples = 0;
     std::int64_t batches = 0;
+    // A run resumed inside this epoch: its first batches were trained, and
+    // its sums so far are the checkpoint's.
+    std::int64_t skip = 0;
+    std::int64_t restored_samples = 0;  // trained before the checkpoint, not timed here
+    if (resume_from && epoch == first_epoch && resume_from->position.batch > 0) {
+      skip = resume_from->position.batch;
+      const std::filesystem::path file = resume_from->dir / "trainer.safetensors";
+      for (std::size_t d = 0; d < devices.size(); ++d) {
+        total_loss[d] += read_exact(resumed, fmt::format("loss_sum.{}", d), file);
+        correct[d] += read_exact(resumed, fmt::format("correct.{}", d), file);
+      }
+      samples = static_cast<std::int64_t>(read_exact(resumed, "samples", file));
+      restored_samples = samples;
+    }
     const std::int64_t batches_per_epoch = train_data.size();
     const BatchWindow profiled = profiled_batches(batches_per_epoch);
     std::optional<profiler::Scope> profiling;
     progress_line.start(epoch + 1, "train", batches_per_epoch);
     for (const data::Batch& batch : train_data) {
+      if (skip > 0) {  // trained before the checkpoint
+        --skip;
+        ++batches;
+        continue;
+      }
+      if (!distributed && stop_signal() != 0) {
+        // Note [Stopping at a batch boundary]: the sums so far go with it.
+        std::map<std::string, std::string> sums{{"samples", std::to_string(samples)}};
+        for (std::size_t d = 0; d < devices.size(); ++d) {
+          sums[fmt::format("loss_sum.{}", d)] = exact(total_loss[d].asscalar<float>());
+          sums[fmt::format("correct.{}", d)] = exact(correct[d].asscalar<float>());
+        }
+        progress_line.clear();
+        const std::filesystem::path written = options.checkpoint_dir.empty()
+                                                  ? std::filesystem::path()
+                                                  : checkpoint(epoch, batches, std::move(sums));
+        throw TrainingStopped(
+            fmt::format("train: stopped in epoch {}, before batch {} of {}{}", epoch + 1,
+                        batches + 1, batches_per_epoch,
+                        written.empty() ? "" : "; checkpoint " + written.string()),
+            written, std::max(stop_signal(), 0));
+      }
       if (epoch == 0 && !options.profile.empty()) {
         profile_window(profiling, batches, profiled, batches_per_epoch, profile_file, processes);
       }
@@ -596,6 +761,7 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
         in_flight.pop_front();
       }
       ++batches;
+      ++trained_here;
       progress_line.update(batches, samples * process_count, [&] {
         // A wait, rare: Note [How often the progress line waits].
         return sum_on_host(total_loss) / static_cast<double>(samples);
@@ -605,8 +771,9 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
       profile_window(profiling, profiled.end, profiled, batches_per_epoch, profile_file, processes);
     }
     for (const BatchInFlight& b : in_flight) check_finite(b);
-    const std::vector<double> totals = over_processes(
-        processes, {sum_on_host(total_loss), sum_on_host(correct), static_cast<double>(samples)});
+    const std::vector<double> totals =
+        over_processes(processes, {sum_on_host(total_loss), sum_on_host(correct),
+                                   static_cast<double>(samples), stop_signal() != 0 ? 1.0 : 0.0});
     TAGFLOW_CHECK(totals[2] > 0,
                   "train: epoch {} had no training sample: expected at least one batch per "
                   "device (use a larger --limit, or fewer devices)",
@@ -615,7 +782,8 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
     result.loss = totals[0] / totals[2];
     result.train_accuracy = totals[1] / totals[2];
     result.seconds = seconds_since(start);
-    result.images_per_second = totals[2] / result.seconds;
+    result.images_per_second =
+        (totals[2] - static_cast<double>(restored_samples * process_count)) / result.seconds;
     if (!std::isfinite(result.loss)) {  // another process's loss (each checks its own)
       progress_line.clear();
       detail::throw_error(
@@ -644,6 +812,13 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
     }
     std::fflush(stdout);
     results.push_back(result);
+    std::filesystem::path written;
+    if (!options.checkpoint_dir.empty() && speaks) written = checkpoint(epoch + 1, 0, {});
+    if (totals[3] > 0 && epoch + 1 < options.epochs) {  // some process was asked to stop
+      throw TrainingStopped(fmt::format("train: stopped after epoch {}{}", epoch + 1,
+                                        written.empty() ? "" : "; checkpoint " + written.string()),
+                            written, std::max(stop_signal(), 0));
+    }
   }
   if (options.epochs == 0) {  // evaluation only, e.g. of loaded parameters
     EpochResult result;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/error.h"
 #include "nn/block.h"
 #include "nn/dist/mpi_communicator.h"
 #include "nn/lr_schedule.h"
@@ -61,6 +62,19 @@ struct TrainOptions {
   std::int64_t limit = 0;
   /// Draw a progress bar on stderr (when it is a terminal).
   bool progress = true;
+  /// A checkpoint at the end of every epoch, and at the next batch
+  /// boundary on SIGINT or SIGTERM (then the run stops: TrainingStopped),
+  /// in this directory (none: empty; Note [Checkpoints] in
+  /// tools/checkpoint.h); the newest `keep_checkpoints` stay.
+  std::filesystem::path checkpoint_dir;
+  int keep_checkpoints = 3;
+  /// Continue from the newest checkpoint in this directory that loads
+  /// (none: empty), exactly where it stopped: the same per-epoch figures and
+  /// parameters as a run never stopped, for the same options.
+  std::filesystem::path resume_dir;
+  /// Stop as a signal would after this many batches trained in this run
+  /// (0: never); for tests and time-boxed runs.
+  std::int64_t stop_after = 0;
   /// Chrome trace of a few training iterations (batches 5 to 9 of the
   /// first epoch, or the first five of a shorter one), written there (none:
   /// empty); refused before training when it cannot be written.
@@ -141,12 +155,31 @@ struct EpochResult {
   double images_per_second = 0;
 };
 
+/// run_train stopped where it was asked to (a signal, or
+/// TrainOptions::stop_after), after writing a checkpoint if it had a
+/// directory for one.
+class TrainingStopped : public Error {
+ public:
+  TrainingStopped(const std::string& what, std::filesystem::path checkpoint, int signal)
+      : Error(what), checkpoint_(std::move(checkpoint)), signal_(signal) {}
+  /// The checkpoint written (empty without a checkpoint directory).
+  const std::filesystem::path& checkpoint() const { return checkpoint_; }
+  /// The signal that asked (0: stop_after).
+  int signal() const { return signal_; }
+
+ private:
+  std::filesystem::path checkpoint_;
+  int signal_;
+};
+
 /// Trains as `options` say, printing one line per epoch; returns each
 /// epoch's figures. With 0 epochs, evaluates only (one result, its
 /// test_accuracy set). Throws io::FileError when the data set is missing (saying
 /// how to install it), io::FileError for a bad `load` file, tagflow::Error
 /// before training for a `save` or `profile` file that cannot be written,
-/// and at the end of an epoch whose mean loss is not finite (diverged).
+/// or a `resume_dir` without a checkpoint that loads or made with other
+/// options, when a loss is not finite (diverged), and TrainingStopped when
+/// asked to stop. A resumed run returns the epochs it ran.
 std::vector<EpochResult> run_train(const TrainOptions& options);
 
 }  // namespace tagflow::tools

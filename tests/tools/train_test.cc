@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
@@ -16,6 +18,7 @@
 
 #include "tagflow/tagflow.h"
 #include "tests/ops/test_util.h"
+#include "tools/checkpoint.h"
 #include "tools/train.h"
 
 namespace tagflow {
@@ -253,6 +256,131 @@ TEST(TrainTest, MomentumWeightDecayClippingAndASchedulesTrain) {
               (void)tools::run_train(options);
             }).find("--momentum and --nesterov apply to sgd"),
             std::string::npos);
+}
+
+/// The bytes of a file.
+std::string bytes_of(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// A fresh directory under the temporary one, removed at the end.
+class Scratch {
+ public:
+  Scratch()
+      : path_(std::filesystem::temp_directory_path() /
+              ("tagflow-resume-" +
+               std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
+               ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~Scratch() { std::filesystem::remove_all(path_); }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+void expect_same_epochs(const std::vector<tools::EpochResult>& resumed,
+                        const std::vector<tools::EpochResult>& whole, std::size_t first) {
+  ASSERT_EQ(resumed.size() + first, whole.size());
+  for (std::size_t i = 0; i < resumed.size(); ++i) {
+    EXPECT_EQ(resumed[i].loss, whole[first + i].loss) << "epoch " << first + i + 1;
+    EXPECT_EQ(resumed[i].train_accuracy, whole[first + i].train_accuracy);
+    EXPECT_EQ(resumed[i].test_accuracy, whole[first + i].test_accuracy);
+  }
+}
+
+TEST(TrainTest, ARunStoppedAndResumedEndsAsTheRunNeverStopped) {
+  SKIP_WITHOUT_FASHION_MNIST();
+  const Scratch dir;
+  tools::TrainOptions options = small_run();
+  options.limit = 2048;  // 32 batches of 64 per epoch
+  options.epochs = 3;
+  options.momentum = 0.9;
+  options.lr_schedule = "cosine";
+  options.warmup_epochs = 0.5;
+  options.checkpoint_dir = dir / "whole";
+  options.save = dir / "whole.safetensors";
+  const auto whole = tools::run_train(options);
+  const std::vector<tools::Checkpoint> kept = tools::list_checkpoints(dir / "whole");
+  ASSERT_EQ(kept.size(), 3u) << "one per epoch";
+  EXPECT_EQ(kept[0].dir.filename(), "epoch-0003") << "newest first";
+
+  // Stopped 8 batches into epoch 2 (as SIGTERM would), then resumed.
+  options.checkpoint_dir = dir / "stopped";
+  options.save = dir / "resumed.safetensors";
+  options.stop_after = 40;
+  try {
+    (void)tools::run_train(options);
+    ADD_FAILURE() << "expected the run to stop";
+  } catch (const tools::TrainingStopped& e) {
+    EXPECT_EQ(e.checkpoint().filename(), "epoch-0001-batch-00008") << e.what();
+    EXPECT_EQ(e.signal(), 0);
+  }
+  options.stop_after = 0;
+  options.resume_dir = dir / "stopped";
+  const auto resumed = tools::run_train(options);
+  expect_same_epochs(resumed, whole, 1);
+  EXPECT_EQ(bytes_of(dir / "resumed.safetensors"), bytes_of(dir / "whole.safetensors"))
+      << "the same parameters, bit for bit";
+
+  // Killed between checkpoints: the newest one damaged (half written), a
+  // partial directory left; the run goes back to the one before (after
+  // epoch 1) and still ends the same.
+  std::filesystem::create_directories(dir / "killed");
+  std::filesystem::copy(dir / "whole" / "epoch-0001", dir / "killed" / "epoch-0001",
+                        std::filesystem::copy_options::recursive);
+  std::filesystem::copy(dir / "whole" / "epoch-0002", dir / "killed" / "epoch-0002",
+                        std::filesystem::copy_options::recursive);
+  std::filesystem::create_directories(dir / "killed" / ".partial-epoch-0003");
+  const auto damaged = dir / "killed" / "epoch-0002" / "trainer.safetensors";
+  std::filesystem::resize_file(damaged, std::filesystem::file_size(damaged) - 100);
+  options.resume_dir = dir / "killed";
+  options.checkpoint_dir = dir / "killed";
+  options.save = dir / "killed.safetensors";
+  ::testing::internal::CaptureStderr();
+  const auto after_kill = tools::run_train(options);
+  const std::string warnings = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(warnings.find("skipping " + (dir / "killed" / "epoch-0002").string()),
+            std::string::npos)
+      << warnings;
+  expect_same_epochs(after_kill, whole, 1);
+  EXPECT_EQ(bytes_of(dir / "killed.safetensors"), bytes_of(dir / "whole.safetensors"));
+
+  // Another batch size cannot continue the run exactly: refused.
+  options.batch_size = 32;
+  EXPECT_NE(testing::error_of([&] {
+              (void)tools::run_train(options);
+            }).find("was made with batch_size 64, this run has 32"),
+            std::string::npos);
+  options.resume_dir = dir / "nothing-here";
+  options.batch_size = 64;
+  EXPECT_NE(testing::error_of([&] {
+              (void)tools::run_train(options);
+            }).find("expected a checkpoint that loads in"),
+            std::string::npos);
+}
+
+TEST(TrainTest, OnlyTheNewestCheckpointsStay) {
+  SKIP_WITHOUT_FASHION_MNIST();
+  const Scratch dir;
+  tools::TrainOptions options = small_run();
+  options.limit = 512;
+  options.epochs = 4;
+  options.checkpoint_dir = dir / "c";
+  options.keep_checkpoints = 2;
+  (void)tools::run_train(options);
+  const auto kept = tools::list_checkpoints(dir / "c");
+  ASSERT_EQ(kept.size(), 2u);
+  EXPECT_EQ(kept[0].dir.filename(), "epoch-0004");
+  EXPECT_EQ(kept[1].dir.filename(), "epoch-0003");
+  const auto metadata = tools::validate_checkpoint(kept[0]);
+  EXPECT_EQ(metadata.at("model"), "lenet");
+  EXPECT_EQ(metadata.at("epoch"), "4");
+  EXPECT_EQ(metadata.at("seed"), "1");
+  EXPECT_EQ(metadata.at("tagflow.version"), version_string());
 }
 
 TEST(TrainTest, AdamGetsItsOwnDefaultLearningRate) {
