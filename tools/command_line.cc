@@ -334,6 +334,10 @@ CommandLine::Parts::Parts() {
       ->capture_default_str();
   train->add_option("--limit", train_options.limit, "Train on the first N images only (0: all)")
       ->check(integer_at_least<std::int64_t>(0));
+  train
+      ->add_option("--test-limit", train_options.test_limit,
+                   "Evaluate on the first N test images only (0: all)")
+      ->check(integer_at_least<std::int64_t>(0));
   train->add_option("--profile", profile_path,
                     "Write a Chrome trace (chrome://tracing, Perfetto) of batches 5-9 here");
   train->add_flag("--no-progress", no_progress, "No progress bar");

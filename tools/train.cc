@@ -536,10 +536,21 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
         }
       }
     }
-    TAGFLOW_CHECK(resume_from.has_value(),
-                  "train: --resume: expected a checkpoint that loads in {}, found none",
-                  options.resume_dir.string());
+    if (!resume_from && list_checkpoints(options.resume_dir).empty()) {
+      // Nothing written yet (a run killed before its first checkpoint): a
+      // job that always passes --resume starts over.
+      if (speaks) {
+        fmt::print(stderr,
+                   "train: --resume: no checkpoint in {} yet; starting from the beginning\n",
+                   options.resume_dir.string());
+      }
+    } else {
+      TAGFLOW_CHECK(resume_from.has_value(),
+                    "train: --resume: expected a checkpoint that loads in {}, found none that does",
+                    options.resume_dir.string());
+    }
     for (const auto& [key, value] : run_identity(options, process_count)) {
+      if (!resume_from) break;
       const auto it = resumed.find(key);
       const std::string saved = it != resumed.end() ? it->second : "(none)";
       TAGFLOW_CHECK(saved == value,
@@ -547,7 +558,7 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
                     "needs the same options",
                     resume_from->dir.string(), key, saved, value);
     }
-    TAGFLOW_CHECK(resume_from->position.epoch <= options.epochs,
+    TAGFLOW_CHECK(!resume_from || resume_from->position.epoch <= options.epochs,
                   "train: --resume: {} is after epoch {}, and this run has {} epochs",
                   resume_from->dir.string(), resume_from->position.epoch, options.epochs);
   }
@@ -562,7 +573,7 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
        .context = batch_context,
        .num_shards = process_count,
        .shard_index = rank});
-  data::DataLoader test_data(fashion_mnist(dir, false, 0), process_batch,
+  data::DataLoader test_data(fashion_mnist(dir, false, options.test_limit), process_batch,
                              {.num_workers = options.num_workers,
                               .context = batch_context,
                               .num_shards = process_count,
@@ -795,6 +806,9 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
     progress_line.start(epoch + 1, "test", test_data.size());
     result.test_accuracy = test_accuracy(*net, test_data, devices, processes, show_test_progress);
     progress_line.clear();
+    // The checkpoint first: an epoch's line means its checkpoint is whole.
+    std::filesystem::path written;
+    if (!options.checkpoint_dir.empty() && speaks) written = checkpoint(epoch + 1, 0, {});
     if (!speaks) {
       // Quiet: rank 0 prints the figures of every process.
     } else if (options.json) {
@@ -812,8 +826,6 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
     }
     std::fflush(stdout);
     results.push_back(result);
-    std::filesystem::path written;
-    if (!options.checkpoint_dir.empty() && speaks) written = checkpoint(epoch + 1, 0, {});
     if (totals[3] > 0 && epoch + 1 < options.epochs) {  // some process was asked to stop
       throw TrainingStopped(fmt::format("train: stopped after epoch {}{}", epoch + 1,
                                         written.empty() ? "" : "; checkpoint " + written.string()),

@@ -60,6 +60,8 @@ struct TrainOptions {
   int num_workers = 1;
   /// Train on the first `limit` training images only (0: all).
   std::int64_t limit = 0;
+  /// Evaluate on the first `test_limit` test images only (0: all 10,000).
+  std::int64_t test_limit = 0;
   /// Draw a progress bar on stderr (when it is a terminal).
   bool progress = true;
   /// A checkpoint at the end of every epoch, and at the next batch

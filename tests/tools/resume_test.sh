@@ -30,8 +30,9 @@ figures() { sed -n 's/^\(epoch .*test acc [0-9.]*\),.*/\1/p' "$1"; }
 "$tagflow" "${train[@]}" --save "$work/whole.safetensors" >"$work/whole.out" 2>"$work/whole.err" ||
   fail "the uninterrupted run failed"
 
-# Starts the run in the background and waits until its first epoch ended,
-# so that the signal lands in training (epoch 2 or later).
+# Starts the run in the background and waits until its first epoch ended
+# (its line comes after its checkpoint), so that the signal lands in
+# training (epoch 2 or later).
 "$tagflow" "${train[@]}" --checkpoint "$work/ck" --save "$work/resumed.safetensors" \
   >"$work/first.out" 2>"$work/first.err" &
 job=$!

@@ -355,8 +355,17 @@ TEST(TrainTest, ARunStoppedAndResumedEndsAsTheRunNeverStopped) {
               (void)tools::run_train(options);
             }).find("was made with batch_size 64, this run has 32"),
             std::string::npos);
-  options.resume_dir = dir / "nothing-here";
+  // Nothing to resume from yet (killed before the first checkpoint): the
+  // run starts over; checkpoints that all fail to load are refused.
   options.batch_size = 64;
+  options.resume_dir = dir / "nothing-here";
+  options.checkpoint_dir = dir / "nothing-here";
+  options.save = dir / "over.safetensors";
+  expect_same_epochs(tools::run_train(options), whole, 0);
+  EXPECT_EQ(bytes_of(dir / "over.safetensors"), bytes_of(dir / "whole.safetensors"));
+  for (const auto& c : tools::list_checkpoints(dir / "nothing-here")) {
+    std::filesystem::resize_file(c.dir / "parameters.safetensors", 10);
+  }
   EXPECT_NE(testing::error_of([&] {
               (void)tools::run_train(options);
             }).find("expected a checkpoint that loads in"),

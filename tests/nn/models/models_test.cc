@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "tagflow/tagflow.h"
 #include "tests/ops/test_util.h"
@@ -87,6 +89,70 @@ TEST(ModelsTest, Resnet18HasTheChaptersLayersOnEveryDevice) {
     testing::expect_close(net(small.copyto(ctx)).to_vector<float>(),
                           std::vector<double>(reference.begin(), reference.end()), 1e-5, 1e-5,
                           "resnet18 on " + ctx.str());
+  }
+}
+
+/// Two steps of ResNet-18 on a batch of 8 split into `parts` parts, part p
+/// on devices[p % devices.size()]; each device's losses are summed, then
+/// backward, then one update. Returns each step's total loss and the
+/// weights of the first convolution and of the dense layer afterwards.
+std::vector<float> resnet_steps(const std::vector<Context>& devices, int parts) {
+  const std::vector<float> x = testing::random_floats(8 * 1 * 8 * 8, 0, 1, 21);
+  const std::vector<std::int32_t> y = {3, 1, 4, 1, 5, 9, 2, 6};
+  random::seed(5);
+  nn::Sequential net = models::resnet18(10, 1);
+  net.initialize(init::Xavier(), devices);
+  nn::Trainer trainer(net.collect_params(), "sgd", {.learning_rate = 0.05, .momentum = 0.9});
+  nn::SoftmaxCrossEntropyLoss loss;
+  std::vector<float> out;
+  const std::int64_t per = 8 / parts;
+  for (int step = 0; step < 2; ++step) {
+    std::vector<NDArray> device_loss(devices.size());
+    {
+      auto recording = autograd::record();
+      for (int p = 0; p < parts; ++p) {
+        const std::size_t d = static_cast<std::size_t>(p) % devices.size();
+        const auto b = p * per;
+        NDArray xs = array(std::vector<float>(x.begin() + b * 64, x.begin() + (b + per) * 64),
+                           {per, 1, 8, 8}, devices[d]);
+        NDArray ys =
+            array(std::vector<std::int32_t>(y.begin() + b, y.begin() + b + per), {per}, devices[d]);
+        NDArray l = sum(loss(net(xs), ys));
+        device_loss[d] = device_loss[d].defined() ? device_loss[d] + l : l;
+      }
+    }
+    float total = 0;
+    for (NDArray& l : device_loss) {
+      l.backward();
+      total += l.asscalar<float>();
+    }
+    trainer.step(8);
+    out.push_back(total);
+  }
+  for (float w : net.at<nn::Conv2D>(0).weight()->data(devices[0]).to_vector<float>()) {
+    out.push_back(w);
+  }
+  for (float w : net.at<nn::Dense>(8).weight()->data(devices[0]).to_vector<float>()) {
+    out.push_back(w);
+  }
+  return out;
+}
+
+TEST(ModelsTest, Resnet18TrainsAlikeOnOneTwoAndFourDevices) {
+  // Batch norm normalises each device's part of the batch by that part's
+  // statistics (as MXNet's and PyTorch's data parallelism without a
+  // synchronised batch norm), so the reference for D devices is one device
+  // computing the same D parts in turn, its losses summed.
+  std::vector<Context> devices = testing::all_devices();
+  ASSERT_GE(devices.size(), 4u);
+  devices.resize(4);
+  for (const int count : {2, 4}) {
+    SCOPED_TRACE(count);
+    const std::vector<float> one = resnet_steps({devices[0]}, count);
+    const std::vector<float> several =
+        resnet_steps(std::vector<Context>(devices.begin(), devices.begin() + count), count);
+    testing::expect_close(several, std::vector<double>(one.begin(), one.end()), 1e-4, 1e-4,
+                          std::to_string(count) + " devices");
   }
 }
 
