@@ -137,10 +137,14 @@ std::vector<std::string> default_device_sets() {
 bool run_train_bench(const TrainBenchOptions& o) {
   const std::vector<std::string> device_sets =
       o.device_sets.empty() ? default_device_sets() : o.device_sets;
-  std::vector<std::string> common = {"--epochs",     std::to_string(o.epochs),
+  std::vector<std::string> common = {"--model",      o.model,
+                                     "--epochs",     std::to_string(o.epochs),
                                      "--batch-size", std::to_string(o.batch_size),
                                      "--lr",         fmt::format("{}", o.learning_rate)};
   if (o.limit > 0) common.insert(common.end(), {"--limit", std::to_string(o.limit)});
+  if (o.test_limit > 0) {
+    common.insert(common.end(), {"--test-limit", std::to_string(o.test_limit)});
+  }
   if (!o.data_dir.empty()) common.insert(common.end(), {"--data", o.data_dir});
 
   std::vector<Result> results;
@@ -185,9 +189,9 @@ bool run_train_bench(const TrainBenchOptions& o) {
                r.devices, r.images_per_second, r.test_accuracy, r.loss, r.peak_rss_mib, ratio);
   }
   fmt::print(
-      "{} epoch(s) of LeNet on Fashion-MNIST, batch {}, SGD learning rate {}; images/s is "
+      "{} epoch(s) of {} on Fashion-MNIST, batch {}, SGD learning rate {}; images/s is "
       "the median over the epochs (training only)\n",
-      o.epochs, o.batch_size, o.learning_rate);
+      o.epochs, o.model == "resnet18" ? "ResNet-18" : "LeNet", o.batch_size, o.learning_rate);
   if (o.pytorch_script.empty()) {
     fmt::print("PyTorch not run: add --pytorch tools/pytorch_train.py (Debian: python3-torch)\n");
   }

@@ -434,6 +434,13 @@ CommandLine::Parts::Parts() {
       ->capture_default_str();
   bench_train->add_option("--limit", train_bench.limit, "Train on the first N images only (0: all)")
       ->check(integer_at_least<std::int64_t>(0));
+  bench_train
+      ->add_option("--test-limit", train_bench.test_limit,
+                   "Evaluate on the first N test images only (0: all)")
+      ->check(integer_at_least<long>(0));
+  bench_train->add_option("--model", train_bench.model, "Network")
+      ->check(CLI::IsMember({"lenet", "resnet18"}))
+      ->capture_default_str();
   bench_train->add_option("--data", train_bench.data_dir, "Directory of the Fashion-MNIST files");
   bench_train->add_option("--pytorch", train_bench.pytorch_script,
                           "The PyTorch script to run alongside (tools/pytorch_train.py)");

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
-"""The tutorials' LeNet on Fashion-MNIST in PyTorch, for comparison with
-`tagflow train`: the same network, initialisation (Xavier uniform weights,
-zero biases), data normalisation, batch size, optimiser and learning rate.
+"""The tutorials' LeNet (or the multi-GPU chapter's ResNet-18) on
+Fashion-MNIST in PyTorch, for comparison with `tagflow train`: the same
+network, initialisation (LeNet: Xavier uniform weights, zero biases;
+ResNet-18: Normal(0.01)), data normalisation, batch size, optimiser and
+learning rate.
 
     /usr/bin/python3 tools/pytorch_train.py --epochs 10   # Debian: python3-torch
 
@@ -64,6 +66,43 @@ def lenet():
     return net
 
 
+class Residual(nn.Module):
+    """The tutorials' residual block, as models::Residual in tagflow."""
+
+    def __init__(self, in_channels, channels, use_1x1conv=False, stride=1):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels, channels, 3, padding=1, stride=stride)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1)
+        self.conv3 = nn.Conv2d(in_channels, channels, 1, stride=stride) if use_1x1conv else None
+        self.bn1 = nn.BatchNorm2d(channels, momentum=0.1, eps=1e-5)
+        self.bn2 = nn.BatchNorm2d(channels, momentum=0.1, eps=1e-5)
+
+    def forward(self, x):
+        y = torch.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return torch.relu(y + (self.conv3(x) if self.conv3 is not None else x))
+
+
+def resnet18(classes=10, in_channels=1):
+    """models::resnet18: 3x3 conv 64, BN, ReLU; four stages of two residual
+    blocks (64, 128, 256, 512; stages 2-4 halve with a projection); global
+    average pooling; dense."""
+    def stage(in_channels, channels, first):
+        if first:
+            return [Residual(in_channels, channels), Residual(channels, channels)]
+        return [Residual(in_channels, channels, True, 2), Residual(channels, channels)]
+    net = nn.Sequential(
+        nn.Conv2d(in_channels, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(),
+        *stage(64, 64, True), *stage(64, 128, False), *stage(128, 256, False),
+        *stage(256, 512, False),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, classes))
+    for m in net.modules():
+        if isinstance(m, (nn.Conv2d, nn.Linear)):
+            nn.init.normal_(m.weight, std=0.01)
+            nn.init.zeros_(m.bias)
+    return net
+
+
 def accuracy(net, x, y, batch_size):
     net.eval()
     correct = 0
@@ -85,13 +124,16 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--limit", type=int, default=0,
                         help="train on the first N images only (0: all)")
+    parser.add_argument("--test-limit", type=int, default=0,
+                        help="evaluate on the first N test images only (0: all)")
+    parser.add_argument("--model", choices=["lenet", "resnet18"], default="lenet")
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     train_x, train_y = load(args.data, True, args.limit)
-    test_x, test_y = load(args.data, False, 0)
-    net = lenet()
+    test_x, test_y = load(args.data, False, args.test_limit)
+    net = lenet() if args.model == "lenet" else resnet18()
     loss_function = nn.CrossEntropyLoss()
     optimizer = torch.optim.SGD(net.parameters(), lr=args.lr)
     generator = torch.Generator().manual_seed(args.seed)
