@@ -711,13 +711,10 @@ void run_profile(const std::vector<std::filesystem::path>& trace_files,
                    files[i].string(), o.rank, o.ranks, i, traces.size());
       }
     }
+    std::map<std::string, int> uses;
+    for (const std::string& name : names) ++uses[name];
     for (std::size_t i = 0; i < names.size(); ++i) {
-      if (std::count(names.begin(), names.end(), names[i]) > 1) {
-        for (std::size_t j = 0; j < names.size(); ++j) {
-          if (j != i && names[j] == names[i]) names[j] += fmt::format(" ({})", j);
-        }
-        names[i] += fmt::format(" ({})", i);
-      }
+      if (uses[names[i]] > 1) names[i] += fmt::format(" ({})", i);
     }
     MergedTrace merged = merge_traces(std::move(traces), names, Alignment::kSameRun);
     note = fmt::format("{} processes on one timeline, aligned {}", files.size(), merged.alignment);
