@@ -4,7 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <regex>
+#include <optional>
+#include <string_view>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -24,6 +25,36 @@ void sync_directory(const std::filesystem::path& dir) {
   if (fd < 0) return;
   (void)::fsync(fd);
   ::close(fd);
+}
+
+/// Reads a run of `min` to `max` decimal digits at the front of `text`, and
+/// drops it from `text`; nothing when the run is shorter or longer.
+std::optional<std::int64_t> take_digits(std::string_view& text, std::size_t min, std::size_t max) {
+  std::size_t n = 0;
+  while (n < text.size() && text[n] >= '0' && text[n] <= '9') ++n;
+  if (n < min || n > max) return std::nullopt;
+  std::int64_t value = 0;
+  for (std::size_t i = 0; i < n; ++i) value = value * 10 + (text[i] - '0');
+  text.remove_prefix(n);
+  return value;
+}
+
+/// The position a checkpoint directory's name gives ("epoch-EEEE" or
+/// "epoch-EEEE-batch-BBBBB"), or nothing for any other name.
+std::optional<CheckpointPosition> parse_checkpoint_name(std::string_view name) {
+  constexpr std::string_view kEpoch = "epoch-", kBatch = "-batch-";
+  if (!name.starts_with(kEpoch)) return std::nullopt;
+  name.remove_prefix(kEpoch.size());
+  const std::optional<std::int64_t> epoch = take_digits(name, 4, 9);
+  if (!epoch) return std::nullopt;
+  CheckpointPosition position{.epoch = static_cast<int>(*epoch), .batch = 0};
+  if (name.empty()) return position;
+  if (!name.starts_with(kBatch)) return std::nullopt;
+  name.remove_prefix(kBatch.size());
+  const std::optional<std::int64_t> batch = take_digits(name, 5, 12);
+  if (!batch || !name.empty()) return std::nullopt;
+  position.batch = *batch;
+  return position;
 }
 
 }  // namespace
@@ -67,14 +98,11 @@ std::vector<Checkpoint> list_checkpoints(const std::filesystem::path& dir) {
   std::vector<Checkpoint> out;
   std::error_code error;
   if (!std::filesystem::is_directory(dir, error)) return out;
-  static const std::regex pattern(R"(epoch-(\d{4,9})(?:-batch-(\d{5,12}))?)");
   for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
-    std::smatch match;
-    const std::string name = entry.path().filename().string();
-    if (!entry.is_directory() || !std::regex_match(name, match, pattern)) continue;
-    out.push_back({.dir = entry.path(),
-                   .position = {.epoch = std::stoi(match[1]),
-                                .batch = match[2].matched ? std::stoll(match[2]) : 0}});
+    if (!entry.is_directory()) continue;
+    const std::optional<CheckpointPosition> position =
+        parse_checkpoint_name(entry.path().filename().string());
+    if (position) out.push_back({.dir = entry.path(), .position = *position});
   }
   std::sort(out.begin(), out.end(), [](const Checkpoint& a, const Checkpoint& b) {
     return std::pair{a.position.epoch, a.position.batch} >

@@ -392,6 +392,35 @@ TEST(TrainTest, OnlyTheNewestCheckpointsStay) {
   EXPECT_EQ(metadata.at("tagflow.version"), version_string());
 }
 
+TEST(TrainTest, CheckpointsAreTheDirectoriesNamedAsOnes) {
+  const Scratch dir;
+  for (const char* name : {"epoch-0002", "epoch-0002-batch-00017", "epoch-0010", "epoch-0001",
+                           "epoch-12", "epoch-0003-batch-17", "epoch-0003-", "epoch-0003-batch-",
+                           "epoch-0003x", "epoch-0003-batch-00001x", ".partial-epoch-0009",
+                           "Epoch-0004", "epoch-1234567890", "epoch--001"}) {
+    std::filesystem::create_directories(dir / "c" / name);
+  }
+  std::ofstream(dir / "c" / "epoch-0011") << "a file, not a checkpoint";
+  const std::vector<tools::Checkpoint> found = tools::list_checkpoints(dir / "c");
+  std::vector<std::string> names;
+  for (const tools::Checkpoint& c : found) names.push_back(c.dir.filename().string());
+  EXPECT_EQ(names, (std::vector<std::string>{"epoch-0010", "epoch-0002-batch-00017", "epoch-0002",
+                                             "epoch-0001"}));
+  ASSERT_EQ(found.size(), 4u);
+  EXPECT_EQ(found[1].position.epoch, 2);
+  EXPECT_EQ(found[1].position.batch, 17);
+  EXPECT_EQ(found[0].position.epoch, 10);
+  EXPECT_EQ(found[0].position.batch, 0);
+  for (int epoch : {1, 123456789}) {
+    for (std::int64_t batch : {std::int64_t{0}, std::int64_t{1}, std::int64_t{999999999999}}) {
+      const tools::CheckpointPosition position{.epoch = epoch, .batch = batch};
+      std::filesystem::create_directories(dir / "d" / tools::checkpoint_name(position));
+    }
+  }
+  EXPECT_EQ(tools::list_checkpoints(dir / "d").size(), 6u) << "every name written is read";
+  EXPECT_EQ(tools::list_checkpoints(dir / "d")[0].position.batch, 999999999999);
+}
+
 TEST(TrainTest, AdamGetsItsOwnDefaultLearningRate) {
   SKIP_WITHOUT_FASHION_MNIST();
   tools::TrainOptions options;  // the learning rate not set
