@@ -74,10 +74,13 @@ file(RELATIVE_PATH TAGFLOW_PC_TO_PREFIX ${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_
 string(REGEX REPLACE "/$" "" TAGFLOW_PC_TO_PREFIX "${TAGFLOW_PC_TO_PREFIX}")
 set(TAGFLOW_PC_REQUIRES_PRIVATE "tbb spdlog openblas zlib")
 set(TAGFLOW_PC_LIBS_PRIVATE "")
+if(TAGFLOW_HAVE_ONEDNN)
+  set(TAGFLOW_PC_LIBS_PRIVATE "-ldnnl")  # oneDNN comes with no .pc file
+endif()
 if(TAGFLOW_CUDA)
   # CUDA's libraries come with no .pc files: named with the directory the
   # build found them in (used by `pkg-config --static` only).
-  set(TAGFLOW_PC_LIBS_PRIVATE "-L${CUDAToolkit_LIBRARY_DIR} -lcudart -lcublas -lcudnn")
+  string(APPEND TAGFLOW_PC_LIBS_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcudart -lcublas -lcudnn")
   if(TAGFLOW_NCCL)
     string(APPEND TAGFLOW_PC_LIBS_PRIVATE " -lnccl")
   endif()

@@ -62,6 +62,8 @@ const char* to_string(EngineKind kind) { return kind == EngineKind::kNaive ? "na
 
 const char* to_string(ConvTf32 policy) { return policy == ConvTf32::kForbid ? "forbid" : "allow"; }
 
+const char* to_string(CpuConv kind) { return kind == CpuConv::kIm2col ? "im2col" : "auto"; }
+
 EngineConfig EngineConfig::defaults() {
   EngineConfig c;
   c.dump_signal = SIGUSR1;
@@ -124,6 +126,16 @@ EngineConfig EngineConfig::from_env() {
       detail::throw_error("TAGFLOW_CONV_TF32: expected \"allow\" or \"forbid\", got \"{}\"", text);
     }
   }
+  if (const char* text = env("TAGFLOW_CPU_CONV")) {
+    const std::string_view s(text);
+    if (s == "auto") {
+      c.cpu_conv = CpuConv::kAuto;
+    } else if (s == "im2col") {
+      c.cpu_conv = CpuConv::kIm2col;
+    } else {
+      detail::throw_error("TAGFLOW_CPU_CONV: expected \"auto\" or \"im2col\", got \"{}\"", text);
+    }
+  }
   if (const char* level = env("TAGFLOW_LOG_LEVEL")) {
     static constexpr std::string_view kLevels[] = {"trace", "debug",    "info", "warn",
                                                    "error", "critical", "off"};
@@ -155,6 +167,7 @@ std::vector<std::pair<std::string, std::string>> EngineConfig::describe() const 
       {"TAGFLOW_EXIT_TIMEOUT",
        exit_timeout_seconds > 0 ? fmt::format("{}", exit_timeout_seconds) : "0 (no wait)"},
       {"TAGFLOW_CONV_TF32", to_string(conv_tf32)},
+      {"TAGFLOW_CPU_CONV", to_string(cpu_conv)},
       {"TAGFLOW_LOG_LEVEL", log_level},
   };
 }

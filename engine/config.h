@@ -18,6 +18,12 @@ enum class EngineKind { kThreaded, kNaive };
 /// ops/kernels/conv_algorithm.h).
 enum class ConvTf32 { kAllow, kForbid };
 
+/// How CPU devices and simulated GPUs convolve (Note [Convolution on the
+/// CPU] in ops/kernels/conv_cpu.cc): with oneDNN's kernels where oneDNN has
+/// one for the geometry on this processor, lowering to matrix products
+/// otherwise (kAuto); or always by lowering (kIm2col).
+enum class CpuConv { kAuto, kIm2col };
+
 struct EngineConfig {
   /// TAGFLOW_ENGINE: "threaded" (default) or "naive" (runs every push
   /// synchronously in the caller, for debugging).
@@ -56,6 +62,9 @@ struct EngineConfig {
   /// algorithms are always preferred; this only decides what happens when
   /// none fits.
   ConvTf32 conv_tf32 = ConvTf32::kAllow;
+  /// TAGFLOW_CPU_CONV: "auto" (default: oneDNN where it has a kernel) or
+  /// "im2col" (always lowered to OpenBLAS products).
+  CpuConv cpu_conv = CpuConv::kAuto;
   /// TAGFLOW_LOG_LEVEL: trace, debug, info, warn, error, critical or off.
   std::string log_level = "warn";
 
@@ -72,5 +81,7 @@ struct EngineConfig {
 const char* to_string(EngineKind kind);
 /// "allow" or "forbid", as TAGFLOW_CONV_TF32 spells them.
 const char* to_string(ConvTf32 policy);
+
+const char* to_string(CpuConv kind);
 
 }  // namespace tagflow

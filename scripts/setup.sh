@@ -11,6 +11,7 @@ packages=(
   libgtest-dev     # GoogleTest
   libcli11-dev     # command line
   libopenblas-dev libopenblas-pthread-dev  # CPU matrix products
+  libdnnl-dev      # oneDNN: CPU convolutions (Note [Convolution on the CPU])
   zlib1g-dev       # gzip-compressed IDX data files
   nlohmann-json3-dev  # safetensors headers
   dataset-fashion-mnist  # the tutorials' data set

@@ -2,13 +2,15 @@
 // The 2-D convolution kernels (NCHW, float32, cross-correlation as in every
 // deep-learning framework): forward, and the two backward passes that the
 // gradient pushes as engine operations of their own. The CPU ones
-// (conv_cpu.cc, also run by simulated GPUs) lower each image to a matrix
-// (im2col) and call the BLAS; the CUDA ones (conv.cu) call cuDNN. Internal
-// to ops/.
+// (conv_cpu.cc, also run by simulated GPUs) call oneDNN's kernels
+// (conv_onednn.cc) or lower each image to a matrix (im2col) and call the
+// BLAS; the CUDA ones (conv.cu) call cuDNN. Internal to ops/.
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
+#include "engine/config.h"
 #include "engine/context.h"
 
 namespace tagflow {
@@ -61,6 +63,13 @@ class GpuScratch {
 };
 
 namespace cpu_kernels {
+/// How the CPU kernels below convolve: the process-wide engine's
+/// TAGFLOW_CPU_CONV, unless overridden.
+CpuConv cpu_conv();
+/// Overrides TAGFLOW_CPU_CONV for the whole process from the next kernel on
+/// (nothing: back to the variable), so that tests run both paths.
+void override_cpu_conv(std::optional<CpuConv> kind);
+
 /// y = conv(x, w) (+ bias per output channel when `bias` is not null). The
 /// lowered images are memory of `ctx`, the device the kernel runs for: a
 /// request beyond what it may hold throws OutOfMemoryError.

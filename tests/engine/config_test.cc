@@ -67,6 +67,28 @@ TEST(EngineConfigTest, ConvTf32IsReadAndListed) {
   EXPECT_EQ(described(allow, "TAGFLOW_CONV_TF32"), "allow");
 }
 
+TEST(EngineConfigTest, CpuConvIsReadListedAndCheckedDefaultingToAuto) {
+  ScopedEnv env("TAGFLOW_CPU_CONV");
+  env.unset();
+  EXPECT_EQ(EngineConfig::defaults().cpu_conv, CpuConv::kAuto);
+  EXPECT_EQ(described(EngineConfig::from_env(), "TAGFLOW_CPU_CONV"), "auto");
+  env.set("im2col");
+  EXPECT_EQ(EngineConfig::from_env().cpu_conv, CpuConv::kIm2col);
+  EXPECT_EQ(described(EngineConfig::from_env(), "TAGFLOW_CPU_CONV"), "im2col");
+  env.set("auto");
+  EXPECT_EQ(EngineConfig::from_env().cpu_conv, CpuConv::kAuto);
+  env.set("onednn");
+  try {
+    (void)EngineConfig::from_env();
+    ADD_FAILURE() << "TAGFLOW_CPU_CONV=onednn was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  R"(TAGFLOW_CPU_CONV: expected "auto" or "im2col", got "onednn")"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(EngineConfigTest, BadConvTf32SaysWhatItAcceptsAndWhatCame) {
   ScopedEnv env("TAGFLOW_CONV_TF32");
   for (const char* bad : {"yes", "Allow", "tf32", "0"}) {

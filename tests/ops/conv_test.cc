@@ -15,6 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include "ops/kernels/conv_kernels.h"
+#include "ops/kernels/conv_onednn.h"
 #include "tagflow/tagflow.h"
 #include "tests/ops/test_util.h"
 
@@ -82,6 +84,19 @@ Values reference_conv(const Values& x, const Shape& xs, const Values& w, const S
   return y;
 }
 
+/// Runs each test with each way the CPU kernels convolve (TAGFLOW_CPU_CONV):
+/// oneDNN where it has a kernel, and lowering to matrix products always.
+class ConvKernels : public ::testing::TestWithParam<CpuConv> {
+ protected:
+  void SetUp() override { detail::cpu_kernels::override_cpu_conv(GetParam()); }
+  void TearDown() override { detail::cpu_kernels::override_cpu_conv(std::nullopt); }
+};
+
+INSTANTIATE_TEST_SUITE_P(Cpu, ConvKernels, ::testing::Values(CpuConv::kAuto, CpuConv::kIm2col),
+                         [](const ::testing::TestParamInfo<CpuConv>& kind) {
+                           return std::string(to_string(kind.param));
+                         });
+
 std::vector<ConvCase> forward_cases() {
   return {
       {"3x3 pad 1", {2, 3, 8, 8}, {4, 3, 3, 3}, {.padding = {1, 1}}},
@@ -107,7 +122,7 @@ std::vector<ConvCase> forward_cases() {
   };
 }
 
-TEST(ConvTest, ForwardMatchesDirectLoopsOnEveryDevice) {
+TEST_P(ConvKernels, ForwardMatchesDirectLoopsOnEveryDevice) {
   std::uint32_t seed = 10;
   for (const ConvCase& c : forward_cases()) {
     SCOPED_TRACE(c.name);
@@ -177,7 +192,7 @@ void check_conv_gradients(const ConvCase& c, Context ctx) {
   });
 }
 
-TEST(ConvTest, GradientsOfInputWeightsAndBiasMatchFiniteDifferences) {
+TEST_P(ConvKernels, GradientsOfInputWeightsAndBiasMatchFiniteDifferences) {
   const std::vector<ConvCase> cases = {
       {"3x3 pad 1", {2, 3, 5, 5}, {4, 3, 3, 3}, {.padding = {1, 1}}},
       {"stride 2, dilation 2, no bias",
@@ -261,7 +276,7 @@ void expect_within_1e5(const std::vector<float>& got, const Values& expected,
   }
 }
 
-TEST(ConvTest, GroupedAndDilatedPassesAreWithin1e5OfDoublePrecisionOnEveryDevice) {
+TEST_P(ConvKernels, GroupedAndDilatedPassesAreWithin1e5OfDoublePrecisionOnEveryDevice) {
   // Forward, input gradient and weight gradient, each against its own
   // double-precision sum. Each pass sums at most 150 terms per element.
   const std::vector<ConvCase> cases = {
@@ -321,7 +336,89 @@ TEST(ConvTest, GroupedAndDilatedPassesAreWithin1e5OfDoublePrecisionOnEveryDevice
   }
 }
 
-TEST(ConvTest, OnlyTheNeededGradientsAreComputedAndAgreeAcrossDevices) {
+#ifdef TAGFLOW_HAVE_ONEDNN
+/// The kernel's geometry for one case, as conv2d makes it.
+detail::ConvGeometry geometry_of(const ConvCase& c) {
+  const Shape ys = output_shape(c.x, c.w, c.options);
+  detail::ConvGeometry g;
+  g.batch = c.x[0];
+  g.in_channels = c.x[1];
+  g.in_h = c.x[2];
+  g.in_w = c.x[3];
+  g.out_channels = c.w[0];
+  g.out_h = ys[2];
+  g.out_w = ys[3];
+  g.kernel_h = static_cast<int>(c.w[2]);
+  g.kernel_w = static_cast<int>(c.w[3]);
+  g.stride_h = c.options.stride[0];
+  g.stride_w = c.options.stride[1];
+  g.pad_h = c.options.padding[0];
+  g.pad_w = c.options.padding[1];
+  g.dilation_h = c.options.dilation[0];
+  g.dilation_w = c.options.dilation[1];
+  g.groups = c.options.groups;
+  return g;
+}
+
+TEST(ConvTest, OneDnnRunsEveryPassOfTheNetworksLayersWithinTheFloat32Bound) {
+  // oneDNN's kernels called directly: they must take these geometries (those
+  // of LeNet and ResNet-18, and batches that the calls and the weight
+  // gradient's chunks cut unevenly), and every pass must stay within the
+  // bound of float32 sums in any order (expect_within_1e5, K <= 150).
+  const std::vector<ConvCase> cases = {
+      {"3x3 pad 1, batch 37", {37, 16, 6, 6}, {9, 16, 3, 3}, {.padding = {1, 1}}},
+      {"1x1 stride 2 (the shortcut)", {5, 16, 9, 9}, {32, 16, 1, 1}, {.stride = {2, 2}}},
+      {"3x3 stride 2 pad 1", {4, 16, 7, 7}, {32, 16, 3, 3}, {.stride = {2, 2}, .padding = {1, 1}}},
+      {"one input channel, 5x5 (LeNet's first)", {19, 1, 12, 12}, {6, 1, 5, 5}, {}},
+      {"6 to 16 channels, 5x5 (LeNet's second)", {21, 6, 8, 8}, {16, 6, 5, 5}, {}},
+  };
+  std::uint32_t seed = 700;
+  for (const ConvCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Shape ys = output_shape(c.x, c.w, c.options);
+    const std::int64_t terms =
+        std::max({c.w[1] * c.w[2] * c.w[3], c.w[0] * c.w[2] * c.w[3], ys[0] * ys[2] * ys[3]});
+    ASSERT_LE(terms, 150 * 16) << "the bound below is (K + 2) 2^-24 per term's magnitude";
+    const double bound = static_cast<double>(terms + 2) * std::ldexp(1.0, -24);
+    const std::vector<float> xh =
+        random_floats(static_cast<std::size_t>(c.x.size()), -1, 1, ++seed);
+    const std::vector<float> wh =
+        random_floats(static_cast<std::size_t>(c.w.size()), -1, 1, ++seed);
+    const std::vector<float> bh = random_floats(static_cast<std::size_t>(c.w[0]), -1, 1, ++seed);
+    const std::vector<float> dyh =
+        random_floats(static_cast<std::size_t>(ys.size()), -1, 1, ++seed);
+    const Values xd(xh.begin(), xh.end()), wd(wh.begin(), wh.end()), bd(bh.begin(), bh.end());
+    Values y_magnitude;
+    const Values y = reference_conv(xd, c.x, wd, c.w, &bd, c.options, &y_magnitude);
+    const ReferenceGradients grads =
+        reference_conv_gradients(xd, c.x, wd, c.w, Values(dyh.begin(), dyh.end()), c.options);
+    const detail::ConvGeometry g = geometry_of(c);
+    std::vector<float> got_y(y.size(), NAN), got_dx(xh.size(), NAN), got_dw(wh.size(), NAN);
+    ASSERT_TRUE(
+        detail::onednn::conv2d_forward(g, xh.data(), wh.data(), bh.data(), got_y.data(), cpu(0)));
+    ASSERT_TRUE(
+        detail::onednn::conv2d_backward_data(g, wh.data(), dyh.data(), got_dx.data(), cpu(0)));
+    ASSERT_TRUE(
+        detail::onednn::conv2d_backward_weight(g, xh.data(), dyh.data(), got_dw.data(), cpu(0)));
+    const auto expect_within = [&](const std::vector<float>& got, const Values& expected,
+                                   const Values& magnitude, const char* what) {
+      int reported = 0;
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const double tolerance = bound * magnitude[i] + 1e-30;
+        if (!(std::abs(got[i] - expected[i]) <= tolerance) && reported++ < 5) {
+          ADD_FAILURE() << what << ": element " << i << " is " << got[i] << ", expected "
+                        << expected[i] << " within " << tolerance;
+        }
+      }
+    };
+    expect_within(got_y, y, y_magnitude, "forward");
+    expect_within(got_dx, grads.dx, grads.dx_magnitude, "input gradient");
+    expect_within(got_dw, grads.dw, grads.dw_magnitude, "weight gradient");
+  }
+}
+#endif
+
+TEST_P(ConvKernels, OnlyTheNeededGradientsAreComputedAndAgreeAcrossDevices) {
   const Shape xs{17, 3, 6, 6}, ws{4, 3, 3, 3};
   const std::vector<float> xh = random_floats(static_cast<std::size_t>(xs.size()), -1, 1, 3);
   const std::vector<float> wh = random_floats(static_cast<std::size_t>(ws.size()), -1, 1, 4);
@@ -341,34 +438,41 @@ TEST(ConvTest, OnlyTheNeededGradientsAreComputedAndAgreeAcrossDevices) {
   }
 }
 
-TEST(ConvTest, ResultsDoNotDependOnTheNumberOfThreads) {
-  // Large enough that the kernels split their work over threads: the forward
-  // pass by (image, group), the weight gradient by chunks of the batch.
-  const Shape xs{40, 4, 12, 12}, ws{8, 2, 3, 3};
-  const std::vector<float> xh = random_floats(static_cast<std::size_t>(xs.size()), -1, 1, 21);
-  const std::vector<float> wh = random_floats(static_cast<std::size_t>(ws.size()), -1, 1, 22);
-  const auto run = [&] {
-    NDArray x = array(xh, xs);
-    NDArray w = array(wh, ws);
-    x.attach_grad();
-    w.attach_grad();
-    NDArray y;
-    {
-      auto recording = autograd::record();
-      y = conv2d(x, w, NDArray(), {.padding = {1, 1}, .groups = 2});
-      sum(square(max_pool2d(y))).backward();
-    }
-    std::vector<float> all = y.to_vector<float>();
-    for (const NDArray* g : {&x, &w}) {
-      const std::vector<float> grad = g->grad().to_vector<float>();
-      all.insert(all.end(), grad.begin(), grad.end());
-    }
-    return all;
+TEST_P(ConvKernels, ResultsDoNotDependOnTheNumberOfThreads) {
+  // Large enough that the kernels split their work over threads: the
+  // lowering by (image, group) and chunks of the batch; oneDNN (ungrouped,
+  // 48 images of 1.3 MFLOP) in 4 calls and 16 chunks of the weight gradient.
+  struct Case {
+    Shape xs, ws;
+    int groups;
   };
-  testing::expect_same_bits_on_one_and_all_threads(run);
+  for (const Case& c :
+       {Case{{40, 4, 12, 12}, {8, 2, 3, 3}, 2}, Case{{48, 16, 12, 12}, {32, 16, 3, 3}, 1}}) {
+    const std::vector<float> xh = random_floats(static_cast<std::size_t>(c.xs.size()), -1, 1, 21);
+    const std::vector<float> wh = random_floats(static_cast<std::size_t>(c.ws.size()), -1, 1, 22);
+    const auto run = [&] {
+      NDArray x = array(xh, c.xs);
+      NDArray w = array(wh, c.ws);
+      x.attach_grad();
+      w.attach_grad();
+      NDArray y;
+      {
+        auto recording = autograd::record();
+        y = conv2d(x, w, NDArray(), {.padding = {1, 1}, .groups = c.groups});
+        sum(square(max_pool2d(y))).backward();
+      }
+      std::vector<float> all = y.to_vector<float>();
+      for (const NDArray* g : {&x, &w}) {
+        const std::vector<float> grad = g->grad().to_vector<float>();
+        all.insert(all.end(), grad.begin(), grad.end());
+      }
+      return all;
+    };
+    testing::expect_same_bits_on_one_and_all_threads(run);
+  }
 }
 
-TEST(ConvTest, EmptyBatchesAndViewsAsInputs) {
+TEST_P(ConvKernels, EmptyBatchesAndViewsAsInputs) {
   for (Context ctx : all_devices()) {
     NDArray w = ones({4, 3, 3, 3}, DType::kFloat32, ctx);
     NDArray b = ones({4}, DType::kFloat32, ctx);
