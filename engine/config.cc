@@ -62,7 +62,17 @@ const char* to_string(EngineKind kind) { return kind == EngineKind::kNaive ? "na
 
 const char* to_string(ConvTf32 policy) { return policy == ConvTf32::kForbid ? "forbid" : "allow"; }
 
-const char* to_string(CpuConv kind) { return kind == CpuConv::kIm2col ? "im2col" : "auto"; }
+const char* to_string(CpuConv kind) {
+  switch (kind) {
+    case CpuConv::kDirect:
+      return "direct";
+    case CpuConv::kIm2col:
+      return "im2col";
+    case CpuConv::kAuto:
+      break;
+  }
+  return "auto";
+}
 
 EngineConfig EngineConfig::defaults() {
   EngineConfig c;
@@ -130,10 +140,13 @@ EngineConfig EngineConfig::from_env() {
     const std::string_view s(text);
     if (s == "auto") {
       c.cpu_conv = CpuConv::kAuto;
+    } else if (s == "direct") {
+      c.cpu_conv = CpuConv::kDirect;
     } else if (s == "im2col") {
       c.cpu_conv = CpuConv::kIm2col;
     } else {
-      detail::throw_error("TAGFLOW_CPU_CONV: expected \"auto\" or \"im2col\", got \"{}\"", text);
+      detail::throw_error(
+          "TAGFLOW_CPU_CONV: expected \"auto\", \"direct\" or \"im2col\", got \"{}\"", text);
     }
   }
   if (const char* level = env("TAGFLOW_LOG_LEVEL")) {

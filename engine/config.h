@@ -20,9 +20,11 @@ enum class ConvTf32 { kAllow, kForbid };
 
 /// How CPU devices and simulated GPUs convolve (Note [Convolution on the
 /// CPU] in ops/kernels/conv_cpu.cc): with oneDNN's kernels where oneDNN has
-/// one for the geometry on this processor, lowering to matrix products
-/// otherwise (kAuto); or always by lowering (kIm2col).
-enum class CpuConv { kAuto, kIm2col };
+/// one for the geometry on this processor, Winograd's where faster, lowering
+/// to matrix products otherwise (kAuto); the same without Winograd's
+/// (kDirect: every result within float32's bound for sums in any order); or
+/// always by lowering (kIm2col).
+enum class CpuConv { kAuto, kDirect, kIm2col };
 
 struct EngineConfig {
   /// TAGFLOW_ENGINE: "threaded" (default) or "naive" (runs every push
@@ -62,7 +64,8 @@ struct EngineConfig {
   /// algorithms are always preferred; this only decides what happens when
   /// none fits.
   ConvTf32 conv_tf32 = ConvTf32::kAllow;
-  /// TAGFLOW_CPU_CONV: "auto" (default: oneDNN where it has a kernel) or
+  /// TAGFLOW_CPU_CONV: "auto" (default: oneDNN where it has a kernel,
+  /// Winograd's where faster), "direct" (oneDNN without Winograd's) or
   /// "im2col" (always lowered to OpenBLAS products).
   CpuConv cpu_conv = CpuConv::kAuto;
   /// TAGFLOW_LOG_LEVEL: trace, debug, info, warn, error, critical or off.

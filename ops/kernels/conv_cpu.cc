@@ -239,11 +239,14 @@ std::atomic<int> cpu_conv_override{-1};  // -1: none
 /// True when the oneDNN kernels are to be tried.
 bool try_onednn() {
 #ifdef TAGFLOW_HAVE_ONEDNN
-  return cpu_conv() == CpuConv::kAuto;
+  return cpu_conv() != CpuConv::kIm2col;
 #else
   return false;
 #endif
 }
+
+/// True when they may use Winograd's algorithm.
+bool winograd() { return cpu_conv() == CpuConv::kAuto; }
 
 }  // namespace
 
@@ -258,19 +261,19 @@ void override_cpu_conv(std::optional<CpuConv> kind) {
 
 void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
                     float* y, Context ctx) {
-  if (try_onednn() && onednn::conv2d_forward(g, x, w, bias, y, ctx)) return;
+  if (try_onednn() && onednn::conv2d_forward(g, x, w, bias, y, ctx, winograd())) return;
   lowered_forward(g, x, w, bias, y, ctx);
 }
 
 void conv2d_backward_data(const ConvGeometry& g, const float* w, const float* dy, float* dx,
                           Context ctx) {
-  if (try_onednn() && onednn::conv2d_backward_data(g, w, dy, dx, ctx)) return;
+  if (try_onednn() && onednn::conv2d_backward_data(g, w, dy, dx, ctx, winograd())) return;
   lowered_backward_data(g, w, dy, dx, ctx);
 }
 
 void conv2d_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw,
                             Context ctx) {
-  if (try_onednn() && onednn::conv2d_backward_weight(g, x, dy, dw, ctx)) return;
+  if (try_onednn() && onednn::conv2d_backward_weight(g, x, dy, dw, ctx, winograd())) return;
   lowered_backward_weight(g, x, dy, dw, ctx);
 }
 

@@ -167,7 +167,7 @@ bool is_reference(const dnnl::primitive_desc_base& pd) {
 /// Builds the plan of `pass` over `images` images; null when oneDNN has no
 /// kernel but its reference one for it.
 std::shared_ptr<const Plan> build_plan(Pass pass, const ConvGeometry& g, std::int64_t images,
-                                       bool bias) {
+                                       bool bias, bool winograd) {
   const memory::dims strides{g.stride_h, g.stride_w};
   const memory::dims dilates{g.dilation_h - 1, g.dilation_w - 1};
   const memory::dims pad_l{g.pad_h, g.pad_w};
@@ -177,7 +177,8 @@ std::shared_ptr<const Plan> build_plan(Pass pass, const ConvGeometry& g, std::in
   const Layouts plain = layouts(g, images, false);
   const Layouts any = layouts(g, images, true);
   const dnnl::primitive_attr attr = user_scratchpad();
-  const auto algorithm = dnnl::algorithm::convolution_direct;
+  const auto algorithm =
+      winograd ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
   const auto training = dnnl::prop_kind::forward_training;
   try {
     const dnnl::convolution_forward::desc forward_desc =
@@ -233,7 +234,7 @@ std::shared_ptr<const Plan> build_plan(Pass pass, const ConvGeometry& g, std::in
   }
 }
 
-using PlanKey = std::array<std::int64_t, 18>;
+using PlanKey = std::array<std::int64_t, 19>;
 
 struct PlanKeyHash {
   std::size_t operator()(const PlanKey& key) const {
@@ -246,8 +247,9 @@ struct PlanKeyHash {
 /// The plan of `pass` over `images` images of geometry `g`, built once and
 /// shared by every thread and device; null when oneDNN has no kernel.
 std::shared_ptr<const Plan> plan_for(Pass pass, const ConvGeometry& g, std::int64_t images,
-                                     bool bias) {
+                                     bool bias, bool winograd) {
   const PlanKey key{static_cast<std::int64_t>(pass),
+                    winograd ? 1 : 0,
                     bias ? 1 : 0,
                     images,
                     g.in_channels,
@@ -272,9 +274,28 @@ std::shared_ptr<const Plan> plan_for(Pass pass, const ConvGeometry& g, std::int6
   if (const auto it = plans->find(key); it != plans->end()) return it->second;
   if (plans->size() >= kMaxPlans) plans->clear();  // plans in use stay alive with their users
   use_this_thread_only();  // oneDNN sizes its kernels for the threads it will have
-  std::shared_ptr<const Plan> plan = build_plan(pass, g, images, bias);
+  std::shared_ptr<const Plan> plan = build_plan(pass, g, images, bias, winograd);
   plans->emplace(key, plan);
   return plan;
+}
+
+/// True where Winograd's algorithm (F(4x4, 3x3)) beats the direct one:
+/// measured on the reference machine, 2 times its speed on 28x28 outputs of
+/// 64 channels, 1.2-1.35 on 14x14 of 128, slower on 7x7 and below.
+bool suits_winograd(const ConvGeometry& g) {
+  return g.kernel_h == 3 && g.kernel_w == 3 && g.stride_h == 1 && g.stride_w == 1 &&
+         g.dilation_h == 1 && g.dilation_w == 1 && g.groups == 1 && g.in_channels >= 16 &&
+         g.out_channels >= 16 && g.out_h * g.out_w >= 14 * 14;
+}
+
+/// The plan of `pass`: Winograd's where `winograd` allows it, it suits the
+/// geometry and oneDNN has it on this processor, else the direct one.
+std::shared_ptr<const Plan> choose_plan(Pass pass, const ConvGeometry& g, std::int64_t images,
+                                        bool bias, bool winograd) {
+  if (winograd && suits_winograd(g)) {
+    if (std::shared_ptr<const Plan> plan = plan_for(pass, g, images, bias, true)) return plan;
+  }
+  return plan_for(pass, g, images, bias, false);
 }
 
 dnnl::memory memory_at(const memory::desc& desc, const void* data) {
@@ -381,13 +402,14 @@ Calls calls_of(const ConvGeometry& g) {
 
 /// Runs the forward or input-gradient pass: each call on `per_call` images
 /// (`chunk_in` and `chunk_out` floats per image) with the shared inputs.
-bool run_over_batch(Pass pass, const ConvGeometry& g, bool bias, const float* chunked,
-                    std::int64_t chunk_in, std::vector<const void*> shared_data, float* out,
-                    std::int64_t chunk_out, Context ctx) {
+bool run_over_batch(Pass pass, const ConvGeometry& g, bool bias, bool winograd,
+                    const float* chunked, std::int64_t chunk_in,
+                    std::vector<const void*> shared_data, float* out, std::int64_t chunk_out,
+                    Context ctx) {
   const Calls calls = calls_of(g);
-  const std::shared_ptr<const Plan> full = plan_for(pass, g, calls.per, bias);
+  const std::shared_ptr<const Plan> full = choose_plan(pass, g, calls.per, bias, winograd);
   const std::shared_ptr<const Plan> last =
-      calls.last == calls.per ? full : plan_for(pass, g, calls.last, bias);
+      calls.last == calls.per ? full : choose_plan(pass, g, calls.last, bias, winograd);
   if (full == nullptr || last == nullptr) return false;
   const std::size_t shared = shared_data.size();
   use_this_thread_only();
@@ -437,27 +459,27 @@ bool reporting(const char* pass, const Body& body) {
 }
 
 bool run_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias, float* y,
-                 Context ctx) {
+                 Context ctx, bool winograd) {
   if (g.batch == 0) return false;
   return reporting("forward", [&] {
     std::vector<const void*> shared{w};
     if (bias != nullptr) shared.push_back(bias);
-    return run_over_batch(Pass::kForward, g, bias != nullptr, x, g.in_image(), shared, y,
+    return run_over_batch(Pass::kForward, g, bias != nullptr, winograd, x, g.in_image(), shared, y,
                           g.out_image(), ctx);
   });
 }
 
 bool run_backward_data(const ConvGeometry& g, const float* w, const float* dy, float* dx,
-                       Context ctx) {
+                       Context ctx, bool winograd) {
   if (g.batch == 0) return false;
   return reporting("input gradient", [&] {
-    return run_over_batch(Pass::kBackwardData, g, false, dy, g.out_image(), {w}, dx, g.in_image(),
-                          ctx);
+    return run_over_batch(Pass::kBackwardData, g, false, winograd, dy, g.out_image(), {w}, dx,
+                          g.in_image(), ctx);
   });
 }
 
 bool run_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw,
-                         Context ctx) {
+                         Context ctx, bool winograd) {
   if (g.batch == 0) return false;
   return reporting("weight gradient", [&] {
     const std::int64_t weights = g.weight_size();
@@ -466,9 +488,11 @@ bool run_backward_weight(const ConvGeometry& g, const float* x, const float* dy,
     const std::int64_t chunks =
         std::min({g.batch, kWeightChunks, std::max<std::int64_t>(1, kPartialBytes / weight_bytes)});
     const std::int64_t small = g.batch / chunks;
-    const std::shared_ptr<const Plan> smaller = plan_for(Pass::kBackwardWeight, g, small, false);
+    const std::shared_ptr<const Plan> smaller =
+        choose_plan(Pass::kBackwardWeight, g, small, false, winograd);
     const std::shared_ptr<const Plan> larger =
-        g.batch % chunks == 0 ? smaller : plan_for(Pass::kBackwardWeight, g, small + 1, false);
+        g.batch % chunks == 0 ? smaller
+                              : choose_plan(Pass::kBackwardWeight, g, small + 1, false, winograd);
     if (smaller == nullptr || larger == nullptr) return false;
     std::optional<CpuScratch> partial;
     if (chunks > 1) {
@@ -539,24 +563,24 @@ void close_at_exit() {
 /// Runs each pass once on a few small geometries, so that oneDNN makes the
 /// statics its convolutions use (Note [oneDNN at exit]).
 void make_statics() {
-  ConvGeometry g;
-  g.batch = 1;
-  g.in_h = g.in_w = g.out_h = g.out_w = 4;
-  g.kernel_h = g.kernel_w = 3;
-  g.pad_h = g.pad_w = 1;
-  for (const auto [in, out, kernel] :
-       {std::array{1, 16, 3}, std::array{16, 16, 3}, std::array{16, 16, 1}}) {
+  // (input channels, output channels, kernel, size): a first layer, a layer
+  // Winograd's algorithm suits, a 1x1 one.
+  for (const auto [in, out, kernel, size] :
+       {std::array{1, 16, 3, 4}, std::array{16, 16, 3, 14}, std::array{16, 16, 1, 4}}) {
+    ConvGeometry g;
+    g.batch = 1;
     g.in_channels = in;
     g.out_channels = out;
+    g.in_h = g.in_w = g.out_h = g.out_w = size;
     g.kernel_h = g.kernel_w = kernel;
     g.pad_h = g.pad_w = kernel / 2;
     std::vector<float> x(static_cast<std::size_t>(g.in_image()), 0.f);
     std::vector<float> y(static_cast<std::size_t>(g.out_image()), 0.f);
     std::vector<float> w(static_cast<std::size_t>(g.weight_size()), 0.f);
     std::vector<float> b(static_cast<std::size_t>(out), 0.f);
-    (void)run_forward(g, x.data(), w.data(), b.data(), y.data(), cpu());
-    (void)run_backward_data(g, w.data(), y.data(), x.data(), cpu());
-    (void)run_backward_weight(g, x.data(), y.data(), w.data(), cpu());
+    (void)run_forward(g, x.data(), w.data(), b.data(), y.data(), cpu(), true);
+    (void)run_backward_data(g, w.data(), y.data(), x.data(), cpu(), true);
+    (void)run_backward_weight(g, x.data(), y.data(), w.data(), cpu(), true);
   }
 }
 
@@ -577,18 +601,18 @@ bool through_gate(const Body& body) {
 }  // namespace
 
 bool conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
-                    float* y, Context ctx) {
-  return through_gate([&] { return run_forward(g, x, w, bias, y, ctx); });
+                    float* y, Context ctx, bool winograd) {
+  return through_gate([&] { return run_forward(g, x, w, bias, y, ctx, winograd); });
 }
 
 bool conv2d_backward_data(const ConvGeometry& g, const float* w, const float* dy, float* dx,
-                          Context ctx) {
-  return through_gate([&] { return run_backward_data(g, w, dy, dx, ctx); });
+                          Context ctx, bool winograd) {
+  return through_gate([&] { return run_backward_data(g, w, dy, dx, ctx, winograd); });
 }
 
 bool conv2d_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw,
-                            Context ctx) {
-  return through_gate([&] { return run_backward_weight(g, x, dy, dw, ctx); });
+                            Context ctx, bool winograd) {
+  return through_gate([&] { return run_backward_weight(g, x, dy, dw, ctx, winograd); });
 }
 
 }  // namespace tagflow::detail::onednn

@@ -75,6 +75,9 @@ TEST(EngineConfigTest, CpuConvIsReadListedAndCheckedDefaultingToAuto) {
   env.set("im2col");
   EXPECT_EQ(EngineConfig::from_env().cpu_conv, CpuConv::kIm2col);
   EXPECT_EQ(described(EngineConfig::from_env(), "TAGFLOW_CPU_CONV"), "im2col");
+  env.set("direct");
+  EXPECT_EQ(EngineConfig::from_env().cpu_conv, CpuConv::kDirect);
+  EXPECT_EQ(described(EngineConfig::from_env(), "TAGFLOW_CPU_CONV"), "direct");
   env.set("auto");
   EXPECT_EQ(EngineConfig::from_env().cpu_conv, CpuConv::kAuto);
   env.set("onednn");
@@ -83,7 +86,7 @@ TEST(EngineConfigTest, CpuConvIsReadListedAndCheckedDefaultingToAuto) {
     ADD_FAILURE() << "TAGFLOW_CPU_CONV=onednn was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(
-                  R"(TAGFLOW_CPU_CONV: expected "auto" or "im2col", got "onednn")"),
+                  R"(TAGFLOW_CPU_CONV: expected "auto", "direct" or "im2col", got "onednn")"),
               std::string::npos)
         << e.what();
   }
