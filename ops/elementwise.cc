@@ -298,6 +298,22 @@ NDArray where(const NDArray& condition, const NDArray& x, const NDArray& y) {
   return out;
 }
 
+namespace detail {
+
+NDArray relu_backward(const NDArray& x, const NDArray& dy) {
+  // Not recorded: a gradient computed while the backward pass runs.
+  constexpr const char* kName = "relu_backward";
+  check_binary(kName, BinaryOp::kReluGrad, x, dy);
+  TAGFLOW_CHECK(x.shape() == dy.shape(),
+                "{}: expected the gradient in the input's shape ({}), got ({})", kName,
+                x.shape().str(), dy.shape().str());
+  NDArray out(x.shape(), x.dtype(), x.context());
+  push_binary(kName, BinaryOp::kReluGrad, x, dy, out);
+  return out;
+}
+
+}  // namespace detail
+
 }  // namespace tagflow
 
 namespace tagflow {

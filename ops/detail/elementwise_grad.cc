@@ -28,7 +28,7 @@ NDArray unary_grad(UnaryOp op, const NDArray& x, const NDArray& y, const NDArray
     case UnaryOp::kNegative:
       return -dy;
     case UnaryOp::kRelu:
-      return dy * greater(x, 0);
+      return relu_backward(x, dy);
     case UnaryOp::kSigmoid:
       return dy * y * (1 - y);
     case UnaryOp::kTanh:

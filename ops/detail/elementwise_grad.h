@@ -16,6 +16,8 @@ void record_scalar(const char* name, BinaryOp op, const NDArray& a, double s, bo
                    NDArray& out);
 void record_clip(const NDArray& x, double low, double high, NDArray& y);
 void record_where(const NDArray& condition, const NDArray& x, const NDArray& y, NDArray& out);
+/// ReLU's gradient: dy where x > 0, else 0, in one pass (elementwise.cc).
+NDArray relu_backward(const NDArray& x, const NDArray& dy);
 /// Throws when an in-place operator would modify an array that needs a gradient.
 void refuse_in_place_while_recording(const char* name, const NDArray& a, const NDArray* b);
 

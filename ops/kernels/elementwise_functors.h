@@ -38,6 +38,7 @@ enum class BinaryOp : std::uint8_t {
   kLessEqual,
   kGreater,
   kGreaterEqual,
+  kReluGrad,  ///< b where a > 0, else 0: ReLU's gradient from its input a and dy b
 };
 
 /// Transcendental functions are defined on float32 only.
@@ -165,6 +166,7 @@ TAGFLOW_HOST_DEVICE TAGFLOW_INLINE T apply_binary(T a, T b) {
   if constexpr (op == BinaryOp::kLessEqual) return a <= b ? T(1) : T(0);
   if constexpr (op == BinaryOp::kGreater) return a > b ? T(1) : T(0);
   if constexpr (op == BinaryOp::kGreaterEqual) return a >= b ? T(1) : T(0);
+  if constexpr (op == BinaryOp::kReluGrad) return a > T(0) ? b : T(0);
 }
 
 // Note [Conversions between dtypes]
@@ -287,6 +289,9 @@ void with_binary_op(BinaryOp op, F&& f) {
       break;
     case O::kGreaterEqual:
       f(std::integral_constant<O, O::kGreaterEqual>{});
+      break;
+    case O::kReluGrad:
+      f(std::integral_constant<O, O::kReluGrad>{});
       break;
   }
 }

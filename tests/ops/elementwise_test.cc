@@ -99,6 +99,40 @@ std::vector<double> broadcast_reference(const std::vector<float>& a, const Shape
   return result;
 }
 
+TEST(ElementwiseTest, ReluGradientIsTheOutputGradientWhereTheInputIsPositive) {
+  // One pass (relu_backward): dy where x > 0, else 0, so an infinite dy where
+  // x <= 0 gives 0 (not inf * 0), and a NaN dy where x > 0 stays NaN.
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> xh = testing::random_floats(1000, -1, 1, 5);
+  std::vector<float> dyh = testing::random_floats(1000, -2, 2, 6);
+  xh[0] = 0;
+  xh[1] = -0.f;
+  xh[2] = -1, dyh[2] = inf;
+  xh[3] = 0, dyh[3] = -inf;
+  xh[4] = 1, dyh[4] = nan;
+  xh[5] = nan;
+  xh[6] = 2, dyh[6] = inf;
+  for (Context ctx : testing::all_devices()) {
+    NDArray x = array(xh, {10, 100}, ctx);
+    x.attach_grad();
+    {
+      auto recording = autograd::record();
+      const NDArray y = relu(x);
+      y.backward(array(dyh, {10, 100}, ctx));
+    }
+    const std::vector<float> got = x.grad().to_vector<float>();
+    for (std::size_t i = 0; i < xh.size(); ++i) {
+      const float expected = xh[i] > 0 ? dyh[i] : 0.f;
+      if (std::isnan(expected)) {
+        EXPECT_TRUE(std::isnan(got[i])) << ctx << " at " << i;
+      } else {
+        EXPECT_EQ(got[i], expected) << ctx << " at " << i << ": x " << xh[i] << ", dy " << dyh[i];
+      }
+    }
+  }
+}
+
 TEST(ElementwiseTest, BinaryOperatorsBroadcastLikeNumpy) {
   const std::pair<Shape, Shape> shapes[] = {
       {{3, 4}, {3, 4}},
