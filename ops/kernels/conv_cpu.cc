@@ -1,24 +1,31 @@
 // The CPU convolution kernels (Note [Convolution on the CPU]).
 //
 // Note [Convolution on the CPU]
-// Two ways, chosen per call: oneDNN's kernels (conv_onednn.cc) wherever
-// oneDNN has one better than its reference loops for the geometry on this
-// processor, and lowering to matrix products otherwise (or always, with
-// TAGFLOW_CPU_CONV=im2col). Measured on the reference machine (2 cores with
-// AVX-512, float32, the ResNet-18 layers at batch 128), oneDNN's direct
-// kernels on its blocked layouts run at 160-210 GFLOP/s per core in every
-// pass, where the lowering gives 40-80 per process in the forward pass and
-// as little as 8 in the weight gradient of small images.
+// Three ways, chosen per call (TAGFLOW_CPU_CONV): oneDNN's direct kernels
+// wherever oneDNN has one better than its reference loops for the geometry
+// on this processor (conv_onednn.cc); among those, oneDNN's Winograd
+// F(4x4, 3x3) kernels for 3x3 stride-1 layers of at least 14x14 outputs and
+// 16 channels (not with TAGFLOW_CPU_CONV=direct); and lowering to matrix
+// products for the rest (always, with TAGFLOW_CPU_CONV=im2col). Measured on
+// the reference machine (2 cores with AVX-512, float32, ResNet-18's layers
+// at batch 128, both cores): the lowering gives 70-145 GFLOP/s forward and
+// 35-65 in the two backward passes together; oneDNN's direct kernels
+// 260-380 forward and 300 or more backward; Winograd's twice the direct
+// kernels' speed on 28x28 outputs of 64 channels and 1.2-1.35 times on
+// 14x14 of 128 (slower below). A direct sum stays within float32's bound for
+// a sum in any order, (K + 2) 2^-24 of the terms' magnitudes; Winograd's
+// transforms round more (within 2e-5 of the magnitudes: see conv_test.cc).
 //
 // oneDNN: the arrays stay NCHW; each call reorders its inputs into the
 // blocked layouts the kernel wants and its output back (the weights once
-// per operation). The batch is cut into calls of about 2^24 floating-point
-// operations, each run by oneDNN on one thread (OpenMP's team of one), the
-// calls spread over oneTBB's threads like every other kernel's work: so
-// OpenMP's threads never compete with oneTBB's and each device's workers
-// for the cores. The weight gradient sums over the batch in chunks (at most
-// 16, and at most 64 MiB of partial sums), each chunk's sum computed by one
-// call, the partial sums then added in chunk order.
+// per operation). The batch is cut into about 16 calls of at least 2^24
+// floating-point operations each, each run by oneDNN on one thread
+// (OpenMP's team of one), the calls spread over oneTBB's threads like every
+// other kernel's work: so OpenMP's threads never compete with oneTBB's and
+// each device's workers for the cores. The weight gradient sums over the
+// batch in chunks (at most 16, and at most 64 MiB of partial sums), each
+// chunk's sum computed by one call, the partial sums then added in chunk
+// order.
 //
 // Lowering: each (image, group) pair is lowered to a matrix, one row per
 // (input channel, tap) and one column per output position (im2col), and
@@ -31,9 +38,9 @@
 // number of chunks (a function of the batch size only), each accumulating
 // its images in order into its own partial sum, added in chunk order.
 //
-// Either way the cuts are functions of the geometry alone, so every result
-// has the same bits whatever the number of threads; the two ways round
-// differently from each other.
+// Every way cuts the work by the geometry alone, so every result has the
+// same bits whatever the number of threads; the ways round differently from
+// each other.
 
 #include <algorithm>
 #include <atomic>
