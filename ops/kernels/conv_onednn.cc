@@ -584,16 +584,22 @@ void make_statics() {
   }
 }
 
-/// Runs `body` (true: it ran) unless oneDNN is closed; false then.
-template <typename Body>
-bool through_gate(const Body& body) {
+/// The gate, after the first call's preparation (Note [oneDNN at exit]).
+Gate& opened_gate() {
   Gate& g = gate();
-  static std::once_flag made;
+  static std::once_flag made;  // one for every kind of call (not in the template below)
   std::call_once(made, [&g] {
     make_statics();
     g.process = ::getpid();
     std::atexit(close_at_exit);
   });
+  return g;
+}
+
+/// Runs `body` (true: it ran) unless oneDNN is closed; false then.
+template <typename Body>
+bool through_gate(const Body& body) {
+  Gate& g = opened_gate();
   const std::shared_lock<std::shared_mutex> lock(g.mutex);
   return !g.closed && body();
 }
