@@ -2,12 +2,15 @@
 
 #include <cstdint>
 #include <limits>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "engine/stream.h"
 #include "ops/autograd.h"
 #include "ops/creation.h"
 #include "ops/detail/operator_checks.h"
+#include "ops/device.h"
 #include "ops/kernels/conv_kernels.h"
 #include "ops/kernels/launch.h"
 #include "ops/reduce.h"
@@ -156,25 +159,39 @@ NDArray backward_data(const ConvGeometry& g, const NDArray& weight, const NDArra
   return dx;
 }
 
-/// dw from the input and dy, summed over the batch: an operation of its own.
-NDArray backward_weight(const ConvGeometry& g, const NDArray& x, const NDArray& dy, Context ctx) {
+/// dw from the input and dy, summed over the batch, and db (dy summed per
+/// output channel) when `with_bias`: one operation. On real GPUs db is a
+/// reduction of its own instead (cuDNN 9 deprecates its bias gradient).
+std::pair<NDArray, NDArray> backward_weight(const ConvGeometry& g, const NDArray& x,
+                                            const NDArray& dy, Context ctx, bool with_bias) {
   const Shape shape{g.out_channels, g.group_in_channels(), g.kernel_h, g.kernel_w};
-  if (g.batch == 0) return zeros(shape, DType::kFloat32, ctx);
+  const Shape bias_shape{g.out_channels};
+  if (g.batch == 0) {
+    return {zeros(shape, DType::kFloat32, ctx),
+            with_bias ? zeros(bias_shape, DType::kFloat32, ctx) : NDArray()};
+  }
+  if (with_bias && is_real_gpu(ctx)) {
+    return {backward_weight(g, x, dy, ctx, false).first, sum(dy, {0, 2, 3})};
+  }
   NDArray dw(shape, DType::kFloat32, ctx);
+  NDArray db = with_bias ? NDArray(bias_shape, DType::kFloat32, ctx) : NDArray();
   const float* px = x.data<float>();
   const float* pdy = dy.data<float>();
   float* pdw = dw.data<float>();
+  float* pdb = with_bias ? db.data<float>() : nullptr;
+  VarList writes = {dw.var()};
+  if (with_bias) writes.push_back(db.var());
   const int device = ctx.index;
   detail::push_operation(
-      "conv2d_backward_weight", ctx, {x.var(), dy.var()}, {dw.var()}, [=](const RunContext& rc) {
+      "conv2d_backward_weight", ctx, {x.var(), dy.var()}, writes, [=](const RunContext& rc) {
         run_kernel(
-            rc, [=] { cpu_kernels::conv2d_backward_weight(g, px, pdy, pdw, ctx); },
+            rc, [=] { cpu_kernels::conv2d_backward_weight(g, px, pdy, pdw, pdb, ctx); },
             [=, &rc](void* stream) {
               detail::GpuScratch scratch(*rc.stream);
               gpu_kernels::conv2d_backward_weight(g, px, pdy, pdw, scratch, device, stream);
             });
       });
-  return dw;
+  return {dw, db};
 }
 
 void record_conv(const ConvGeometry& g, const NDArray& x, const NDArray& weight,
@@ -188,10 +205,12 @@ void record_conv(const ConvGeometry& g, const NDArray& x, const NDArray& weight,
       const Context ctx = dy.context();
       std::vector<NDArray> grads(3);
       if (need_x) grads[0] = backward_data(g, w, dy, ctx);
-      if (need_w) grads[1] = backward_weight(g, x, dy, ctx);
-      if (need_b)
+      if (need_w) {
+        std::tie(grads[1], grads[2]) = backward_weight(g, x, dy, ctx, need_b);
+      } else if (need_b) {
         grads[2] =
             g.batch == 0 ? zeros(Shape{g.out_channels}, DType::kFloat32, ctx) : sum(dy, {0, 2, 3});
+      }
       return grads;
     };
   });

@@ -200,43 +200,57 @@ void lowered_backward_data(const ConvGeometry& g, const float* w, const float* d
 }
 
 void lowered_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw,
-                             Context ctx) {
+                             float* db, Context ctx) {
   const std::int64_t og = g.group_out_channels();
   const std::int64_t group_in = g.group_in_channels() * g.in_h * g.in_w;
   const std::int64_t group_out = og * g.col_cols();
   const std::int64_t weights = g.weight_size();
+  // Each chunk's sums: the weights', then the bias's.
+  const std::int64_t sums = weights + (db != nullptr ? g.out_channels : 0);
   if (g.batch == 0) {
     std::fill(dw, dw + weights, 0.f);
+    if (db != nullptr) std::fill(db, db + g.out_channels, 0.f);
     return;
   }
   const std::int64_t chunks = std::min(g.batch, kWeightChunks);
-  // Chunk 0 sums straight into dw; the others into partial sums added after.
+  // Chunk 0 sums straight into dw and db; the others into partial sums added after.
   std::optional<CpuScratch> partial;
-  if (chunks > 1) partial.emplace(ctx, float_bytes((chunks - 1) * weights));
+  if (chunks > 1) partial.emplace(ctx, float_bytes((chunks - 1) * sums));
   const bool lowered = !is_pointwise(g);
   parallel_for_range(chunks, 1, [&](std::int64_t begin, std::int64_t end) {
     std::optional<CpuScratch> col;
     if (lowered) col.emplace(ctx, float_bytes(g.col_rows() * g.col_cols()));
     for (std::int64_t chunk = begin; chunk < end; ++chunk) {
-      float* sum = chunk == 0 ? dw : partial->floats() + (chunk - 1) * weights;
+      float* sum = chunk == 0 ? dw : partial->floats() + (chunk - 1) * sums;
+      float* bias_sum = db == nullptr ? nullptr : chunk == 0 ? db : sum + weights;
       const std::int64_t first = chunk * g.batch / chunks;
       const std::int64_t last = (chunk + 1) * g.batch / chunks;
+      if (bias_sum != nullptr) std::fill(bias_sum, bias_sum + g.out_channels, 0.f);
       for (std::int64_t n = first; n < last; ++n) {
+        const float* dyn = dy + n * g.out_image();
         for (int group = 0; group < g.groups; ++group) {
           const float* xg = x + n * g.in_image() + group * group_in;
           if (lowered) im2col(g, xg, col->floats());
-          sgemm(false, true, og, g.col_rows(), g.col_cols(),
-                dy + n * g.out_image() + group * group_out, lowered ? col->floats() : xg,
-                n == first ? 0.f : 1.f, sum + group * og * g.col_rows());
+          sgemm(false, true, og, g.col_rows(), g.col_cols(), dyn + group * group_out,
+                lowered ? col->floats() : xg, n == first ? 0.f : 1.f,
+                sum + group * og * g.col_rows());
+        }
+        if (bias_sum == nullptr) continue;
+        for (std::int64_t o = 0; o < g.out_channels; ++o) {
+          const float* row = dyn + o * g.col_cols();
+          float s = 0;
+          for (std::int64_t p = 0; p < g.col_cols(); ++p) s += row[p];
+          bias_sum[o] += s;
         }
       }
     }
   });
   if (chunks == 1) return;
-  parallel_for_range(weights, [&](std::int64_t begin, std::int64_t end) {
+  // Element i of the partial sums is dw[i], or db[i - weights] beyond the weights.
+  parallel_for_range(sums, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t chunk = 1; chunk < chunks; ++chunk) {
-      const float* from = partial->floats() + (chunk - 1) * weights;
-      for (std::int64_t i = begin; i < end; ++i) dw[i] += from[i];
+      const float* from = partial->floats() + (chunk - 1) * sums;
+      for (std::int64_t i = begin; i < end; ++i) (i < weights ? dw[i] : db[i - weights]) += from[i];
     }
   });
 }
@@ -279,9 +293,9 @@ void conv2d_backward_data(const ConvGeometry& g, const float* w, const float* dy
 }
 
 void conv2d_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw,
-                            Context ctx) {
-  if (try_onednn() && onednn::conv2d_backward_weight(g, x, dy, dw, ctx, winograd())) return;
-  lowered_backward_weight(g, x, dy, dw, ctx);
+                            float* db, Context ctx) {
+  if (try_onednn() && onednn::conv2d_backward_weight(g, x, dy, dw, db, ctx, winograd())) return;
+  lowered_backward_weight(g, x, dy, dw, db, ctx);
 }
 
 }  // namespace tagflow::detail::cpu_kernels

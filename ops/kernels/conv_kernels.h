@@ -78,9 +78,11 @@ void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const
 /// dx = the gradient of the input, from the weights and dy.
 void conv2d_backward_data(const ConvGeometry& g, const float* w, const float* dy, float* dx,
                           Context ctx);
-/// dw = the gradient of the weights, from the input and dy (summed over the batch).
+/// dw = the gradient of the weights, from the input and dy (summed over the
+/// batch), and when `db` is not null the bias's too (dy summed over the
+/// batch and the positions, per output channel).
 void conv2d_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw,
-                            Context ctx);
+                            float* db, Context ctx);
 }  // namespace cpu_kernels
 
 namespace gpu_kernels {

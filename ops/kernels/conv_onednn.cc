@@ -119,7 +119,9 @@ struct Plan {
   /// Forward: source, weights, bias; input gradient: output gradient,
   /// weights; weight gradient: source, output gradient.
   std::vector<Operand> inputs;
-  Operand output;
+  /// Forward: destination; input gradient: its gradient; weight gradient:
+  /// the weights', then the bias's when asked for.
+  std::vector<Operand> outputs;
 
   std::size_t scratchpad_bytes() const {
     std::size_t bytes = conv.scratchpad.get_size();
@@ -131,7 +133,7 @@ struct Plan {
   std::vector<const Operand*> operands() const {
     std::vector<const Operand*> all;
     for (const Operand& op : inputs) all.push_back(&op);
-    all.push_back(&output);
+    for (const Operand& op : outputs) all.push_back(&op);
     return all;
   }
 };
@@ -182,11 +184,10 @@ std::shared_ptr<const Plan> build_plan(Pass pass, const ConvGeometry& g, std::in
   const auto training = dnnl::prop_kind::forward_training;
   try {
     const dnnl::convolution_forward::desc forward_desc =
-        bias && pass == Pass::kForward
-            ? dnnl::convolution_forward::desc(training, algorithm, any.src, any.weights, plain.bias,
-                                              any.dst, strides, dilates, pad_l, pad_r)
-            : dnnl::convolution_forward::desc(training, algorithm, any.src, any.weights, any.dst,
-                                              strides, dilates, pad_l, pad_r);
+        bias ? dnnl::convolution_forward::desc(training, algorithm, any.src, any.weights,
+                                               plain.bias, any.dst, strides, dilates, pad_l, pad_r)
+             : dnnl::convolution_forward::desc(training, algorithm, any.src, any.weights, any.dst,
+                                               strides, dilates, pad_l, pad_r);
     const dnnl::convolution_forward::primitive_desc forward(forward_desc, attr, cpu_engine());
     Plan plan;
     switch (pass) {
@@ -199,7 +200,7 @@ std::shared_ptr<const Plan> build_plan(Pass pass, const ConvGeometry& g, std::in
         if (bias) {
           plan.inputs.push_back(make_operand(DNNL_ARG_BIAS, plain.bias, forward.bias_desc(), true));
         }
-        plan.output = make_operand(DNNL_ARG_DST, plain.dst, forward.dst_desc(), false);
+        plan.outputs.push_back(make_operand(DNNL_ARG_DST, plain.dst, forward.dst_desc(), false));
         break;
       }
       case Pass::kBackwardData: {
@@ -211,20 +212,29 @@ std::shared_ptr<const Plan> build_plan(Pass pass, const ConvGeometry& g, std::in
         plan.inputs.push_back(make_operand(DNNL_ARG_DIFF_DST, plain.dst, pd.diff_dst_desc(), true));
         plan.inputs.push_back(
             make_operand(DNNL_ARG_WEIGHTS, plain.weights, pd.weights_desc(), true));
-        plan.output = make_operand(DNNL_ARG_DIFF_SRC, plain.src, pd.diff_src_desc(), false);
+        plan.outputs.push_back(
+            make_operand(DNNL_ARG_DIFF_SRC, plain.src, pd.diff_src_desc(), false));
         break;
       }
       case Pass::kBackwardWeight: {
-        const dnnl::convolution_backward_weights::desc desc(
-            algorithm, any.src, any.weights, any.dst, strides, dilates, pad_l, pad_r);
+        const dnnl::convolution_backward_weights::desc desc =
+            bias ? dnnl::convolution_backward_weights::desc(algorithm, any.src, any.weights,
+                                                            plain.bias, any.dst, strides, dilates,
+                                                            pad_l, pad_r)
+                 : dnnl::convolution_backward_weights::desc(
+                       algorithm, any.src, any.weights, any.dst, strides, dilates, pad_l, pad_r);
         const dnnl::convolution_backward_weights::primitive_desc pd(desc, attr, cpu_engine(),
                                                                     forward);
         if (is_reference(pd)) return nullptr;
         plan.conv = {dnnl::convolution_backward_weights(pd), pd.scratchpad_desc()};
         plan.inputs.push_back(make_operand(DNNL_ARG_SRC, plain.src, pd.src_desc(), true));
         plan.inputs.push_back(make_operand(DNNL_ARG_DIFF_DST, plain.dst, pd.diff_dst_desc(), true));
-        plan.output =
-            make_operand(DNNL_ARG_DIFF_WEIGHTS, plain.weights, pd.diff_weights_desc(), false);
+        plan.outputs.push_back(
+            make_operand(DNNL_ARG_DIFF_WEIGHTS, plain.weights, pd.diff_weights_desc(), false));
+        if (bias) {
+          plan.outputs.push_back(
+              make_operand(DNNL_ARG_DIFF_BIAS, plain.bias, pd.diff_bias_desc(), false));
+        }
         break;
       }
     }
@@ -342,9 +352,10 @@ class SharedInput {
 };
 
 /// The bytes a thread needs to run `plan`: copies of the inputs not shared
-/// and of the output, where their layouts differ, and a scratchpad.
+/// and of the outputs, where their layouts differ, and a scratchpad.
 std::size_t working_bytes(const Plan& plan, std::size_t shared_inputs) {
-  std::size_t bytes = plan.output.copy_bytes() + plan.scratchpad_bytes();
+  std::size_t bytes = plan.scratchpad_bytes();
+  for (const Operand& op : plan.outputs) bytes += op.copy_bytes();
   for (std::size_t i = 0; i < plan.inputs.size(); ++i) {
     if (i >= plan.inputs.size() - shared_inputs) continue;
     bytes += plan.inputs[i].copy_bytes();
@@ -354,9 +365,10 @@ std::size_t working_bytes(const Plan& plan, std::size_t shared_inputs) {
 
 /// Runs `plan` once on this thread. `inputs[i]` is plan.inputs[i]: plain
 /// data, or for the last `shared` inputs data already in the wanted layout;
-/// `output` is plain. `work` has working_bytes(plan, shared) bytes.
-void run(const Plan& plan, const std::vector<const void*>& inputs, std::size_t shared, void* output,
-         std::byte* work, dnnl::stream& stream) {
+/// `outputs[i]`, plain, is plan.outputs[i]. `work` has
+/// working_bytes(plan, shared) bytes.
+void run(const Plan& plan, const std::vector<const void*>& inputs, std::size_t shared,
+         const std::vector<void*>& outputs, std::byte* work, dnnl::stream& stream) {
   std::byte* scratchpad = work;
   std::byte* next = work + plan.scratchpad_bytes();
   std::unordered_map<int, dnnl::memory> args;
@@ -373,13 +385,20 @@ void run(const Plan& plan, const std::vector<const void*>& inputs, std::size_t s
     args.emplace(op.arg, memory_at(op.wanted, next));
     next += op.copy_bytes();
   }
-  void* out = plan.output.reorder ? static_cast<void*>(next) : output;
-  args.emplace(plan.output.arg, memory_at(plan.output.wanted, out));
+  std::vector<void*> written(outputs.size());
+  for (std::size_t i = 0; i < plan.outputs.size(); ++i) {
+    const Operand& op = plan.outputs[i];
+    written[i] = op.reorder ? static_cast<void*>(next) : outputs[i];
+    if (op.reorder) next += op.copy_bytes();
+    args.emplace(op.arg, memory_at(op.wanted, written[i]));
+  }
   execute(plan.conv, std::move(args), scratchpad, stream);
-  if (plan.output.reorder) {
-    execute(*plan.output.reorder,
-            {{DNNL_ARG_FROM, memory_at(plan.output.wanted, out)},
-             {DNNL_ARG_TO, memory_at(plan.output.plain, output)}},
+  for (std::size_t i = 0; i < plan.outputs.size(); ++i) {
+    const Operand& op = plan.outputs[i];
+    if (!op.reorder) continue;
+    execute(*op.reorder,
+            {{DNNL_ARG_FROM, memory_at(op.wanted, written[i])},
+             {DNNL_ARG_TO, memory_at(op.plain, outputs[i])}},
             scratchpad, stream);
   }
   stream.wait();
@@ -441,7 +460,7 @@ bool run_over_batch(Pass pass, const ConvGeometry& g, bool bias, bool winograd,
       std::vector<const void*> inputs{chunked + first * chunk_in};
       const std::vector<const void*>& with = is_last ? last_shared : full_shared;
       inputs.insert(inputs.end(), with.begin(), with.end());
-      run(is_last ? *last : *full, inputs, shared, out + first * chunk_out,
+      run(is_last ? *last : *full, inputs, shared, {out + first * chunk_out},
           static_cast<std::byte*>(scratch.data()), thread_stream);
     }
   });
@@ -479,25 +498,29 @@ bool run_backward_data(const ConvGeometry& g, const float* w, const float* dy, f
 }
 
 bool run_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw,
-                         Context ctx, bool winograd) {
+                         float* db, Context ctx, bool winograd) {
   if (g.batch == 0) return false;
   return reporting("weight gradient", [&] {
+    const bool bias = db != nullptr;
     const std::int64_t weights = g.weight_size();
-    const std::int64_t weight_bytes = weights * static_cast<std::int64_t>(sizeof(float));
+    // Each chunk's partial sums: the weights', then the bias's.
+    const std::int64_t sums = weights + (bias ? g.out_channels : 0);
+    const std::int64_t sum_bytes = sums * static_cast<std::int64_t>(sizeof(float));
     // A function of the geometry only, so that the sums' order is too.
     const std::int64_t chunks =
-        std::min({g.batch, kWeightChunks, std::max<std::int64_t>(1, kPartialBytes / weight_bytes)});
+        std::min({g.batch, kWeightChunks, std::max<std::int64_t>(1, kPartialBytes / sum_bytes)});
     const std::int64_t small = g.batch / chunks;
     const std::shared_ptr<const Plan> smaller =
-        choose_plan(Pass::kBackwardWeight, g, small, false, winograd);
+        choose_plan(Pass::kBackwardWeight, g, small, bias, winograd);
     const std::shared_ptr<const Plan> larger =
         g.batch % chunks == 0 ? smaller
-                              : choose_plan(Pass::kBackwardWeight, g, small + 1, false, winograd);
+                              : choose_plan(Pass::kBackwardWeight, g, small + 1, bias, winograd);
     if (smaller == nullptr || larger == nullptr) return false;
     std::optional<CpuScratch> partial;
-    if (chunks > 1) {
-      partial.emplace(ctx, static_cast<std::uint64_t>((chunks - 1) * weight_bytes));
-    }
+    if (chunks > 1) partial.emplace(ctx, static_cast<std::uint64_t>((chunks - 1) * sum_bytes));
+    const auto partial_sums = [&](std::int64_t chunk) {
+      return partial->floats() + (chunk - 1) * sums;
+    };
     const std::size_t work = std::max(working_bytes(*smaller, 0), working_bytes(*larger, 0));
     parallel_for_range(chunks, 1, [&](std::int64_t begin, std::int64_t end) {
       use_this_thread_only();
@@ -506,17 +529,22 @@ bool run_backward_weight(const ConvGeometry& g, const float* x, const float* dy,
       for (std::int64_t chunk = begin; chunk < end; ++chunk) {
         const std::int64_t first = chunk * g.batch / chunks;
         const std::int64_t images = (chunk + 1) * g.batch / chunks - first;
-        float* sum = chunk == 0 ? dw : partial->floats() + (chunk - 1) * weights;
+        float* to_dw = chunk == 0 ? dw : partial_sums(chunk);
+        std::vector<void*> outputs{to_dw};
+        if (bias) outputs.push_back(chunk == 0 ? db : to_dw + weights);
         run(images == small ? *smaller : *larger,
-            {x + first * g.in_image(), dy + first * g.out_image()}, 0, sum,
+            {x + first * g.in_image(), dy + first * g.out_image()}, 0, outputs,
             static_cast<std::byte*>(scratch.data()), stream);
       }
     });
     if (chunks == 1) return true;
-    parallel_for_range(weights, [&](std::int64_t begin, std::int64_t end) {
+    // Added in chunk order: element i of the partial sums is dw[i], or
+    // db[i - weights] beyond the weights.
+    parallel_for_range(sums, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t chunk = 1; chunk < chunks; ++chunk) {
-        const float* from = partial->floats() + (chunk - 1) * weights;
-        for (std::int64_t i = begin; i < end; ++i) dw[i] += from[i];
+        const float* from = partial_sums(chunk);
+        for (std::int64_t i = begin; i < end; ++i)
+          (i < weights ? dw[i] : db[i - weights]) += from[i];
       }
     });
     return true;
@@ -580,7 +608,7 @@ void make_statics() {
     std::vector<float> b(static_cast<std::size_t>(out), 0.f);
     (void)run_forward(g, x.data(), w.data(), b.data(), y.data(), cpu(), true);
     (void)run_backward_data(g, w.data(), y.data(), x.data(), cpu(), true);
-    (void)run_backward_weight(g, x.data(), y.data(), w.data(), cpu(), true);
+    (void)run_backward_weight(g, x.data(), y.data(), w.data(), b.data(), cpu(), true);
   }
 }
 
@@ -617,8 +645,8 @@ bool conv2d_backward_data(const ConvGeometry& g, const float* w, const float* dy
 }
 
 bool conv2d_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw,
-                            Context ctx, bool winograd) {
-  return through_gate([&] { return run_backward_weight(g, x, dy, dw, ctx, winograd); });
+                            float* db, Context ctx, bool winograd) {
+  return through_gate([&] { return run_backward_weight(g, x, dy, dw, db, ctx, winograd); });
 }
 
 }  // namespace tagflow::detail::onednn

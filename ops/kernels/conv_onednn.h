@@ -19,6 +19,6 @@ bool conv2d_backward_data(const ConvGeometry& g, const float* w, const float* dy
                           Context ctx, bool winograd);
 /// As cpu_kernels::conv2d_backward_weight.
 bool conv2d_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw,
-                            Context ctx, bool winograd);
+                            float* db, Context ctx, bool winograd);
 
 }  // namespace tagflow::detail::onednn

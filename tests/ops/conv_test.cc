@@ -383,14 +383,22 @@ double check_onednn_passes(const ConvCase& c, bool winograd, double bound, std::
   const ReferenceGradients grads =
       reference_conv_gradients(xd, c.x, wd, c.w, Values(dyh.begin(), dyh.end()), c.options);
   const detail::ConvGeometry g = geometry_of(c);
-  std::vector<float> got_y(y.size(), NAN), got_dx(xh.size(), NAN), got_dw(wh.size(), NAN);
+  std::vector<float> got_y(y.size(), NAN), got_dx(xh.size(), NAN), got_dw(wh.size(), NAN),
+      got_db(bh.size(), NAN);
+  // The bias gradient, dy summed per output channel, and its terms' magnitudes.
+  Values db(bh.size(), 0), db_magnitude(bh.size(), 0);
+  for (std::int64_t i = 0; i < ys.size(); ++i) {
+    const auto channel = static_cast<std::size_t>(i / (ys[2] * ys[3]) % ys[1]);
+    db[channel] += dyh[static_cast<std::size_t>(i)];
+    db_magnitude[channel] += std::abs(dyh[static_cast<std::size_t>(i)]);
+  }
   namespace onednn = detail::onednn;
   EXPECT_TRUE(
       onednn::conv2d_forward(g, xh.data(), wh.data(), bh.data(), got_y.data(), cpu(0), winograd));
   EXPECT_TRUE(
       onednn::conv2d_backward_data(g, wh.data(), dyh.data(), got_dx.data(), cpu(0), winograd));
-  EXPECT_TRUE(
-      onednn::conv2d_backward_weight(g, xh.data(), dyh.data(), got_dw.data(), cpu(0), winograd));
+  EXPECT_TRUE(onednn::conv2d_backward_weight(g, xh.data(), dyh.data(), got_dw.data(), got_db.data(),
+                                             cpu(0), winograd));
   double largest = 0;
   const auto expect_within = [&](const std::vector<float>& got, const Values& expected,
                                  const Values& magnitude, const char* what) {
@@ -408,6 +416,7 @@ double check_onednn_passes(const ConvCase& c, bool winograd, double bound, std::
   expect_within(got_y, y, y_magnitude, "forward");
   expect_within(got_dx, grads.dx, grads.dx_magnitude, "input gradient");
   expect_within(got_dw, grads.dw, grads.dw_magnitude, "weight gradient");
+  expect_within(got_db, db, db_magnitude, "bias gradient");
   return largest;
 }
 
