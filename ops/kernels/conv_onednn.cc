@@ -553,16 +553,23 @@ bool run_backward_weight(const ConvGeometry& g, const float* x, const float* dy,
 
 // Note [oneDNN at exit]
 // Operations pending when main() returns run during exit, from the engine's
-// exit hook on (Note [Engine lifetime] in engine/engine.h), and oneDNN's
-// function statics made after the engine (its primitive cache, its
-// processor checks) are destroyed before that hook, in reverse order of
-// construction: a convolution then would use destroyed objects. So the
-// first use of oneDNN makes those statics at once (one small convolution of
-// each pass, on the calling thread) and then registers an exit handler,
-// which, running before they are destroyed, waits for the calls in flight
-// and closes oneDNN to the rest: convolutions from then on are lowered. In a
-// child forked after the first use the handler closes without waiting: the
-// threads of the calls in flight at the fork do not exist there.
+// exit hook on (Note [Engine lifetime] in engine/engine.h). Exit handlers
+// and the destructors of statics run in reverse order of registration, so
+// oneDNN's function statics (its primitive cache among them) must be made
+// before the engine: made later, they are destroyed before the hook, and a
+// convolution then uses destroyed objects (seen: a convolution first run
+// during exit crashed inside oneDNN's primitive cache). So when the library
+// loads, a static initializer here makes them, by creating the primitives
+// of each pass for a few small geometries (created only: nothing runs, no
+// device memory is used, no thread count is set), and then registers an
+// exit handler that waits for the calls in flight and closes oneDNN to the
+// rest (convolutions from then on are lowered). With the shared library
+// this all happens before any program static can start the engine; with
+// the static library the order among static initializers is not defined,
+// and if the engine started first the handler still runs before oneDNN's
+// statics are destroyed, and closes it. In a child forked after loading the
+// handler closes without waiting: the threads of the calls in flight at the
+// fork do not exist there.
 
 /// Calls of oneDNN in flight (shared) and the closing at exit (exclusive).
 struct Gate {
@@ -588,8 +595,8 @@ void close_at_exit() {
   g.closed = true;
 }
 
-/// Runs each pass once on a few small geometries, so that oneDNN makes the
-/// statics its convolutions use (Note [oneDNN at exit]).
+/// Creates (and drops) every pass's primitives for a few small geometries,
+/// so that oneDNN makes the statics its convolutions use.
 void make_statics() {
   // (input channels, output channels, kernel, size): a first layer, a layer
   // Winograd's algorithm suits, a 1x1 one.
@@ -602,32 +609,30 @@ void make_statics() {
     g.in_h = g.in_w = g.out_h = g.out_w = size;
     g.kernel_h = g.kernel_w = kernel;
     g.pad_h = g.pad_w = kernel / 2;
-    std::vector<float> x(static_cast<std::size_t>(g.in_image()), 0.f);
-    std::vector<float> y(static_cast<std::size_t>(g.out_image()), 0.f);
-    std::vector<float> w(static_cast<std::size_t>(g.weight_size()), 0.f);
-    std::vector<float> b(static_cast<std::size_t>(out), 0.f);
-    (void)run_forward(g, x.data(), w.data(), b.data(), y.data(), cpu(), true);
-    (void)run_backward_data(g, w.data(), y.data(), x.data(), cpu(), true);
-    (void)run_backward_weight(g, x.data(), y.data(), w.data(), b.data(), cpu(), true);
+    for (const Pass pass : {Pass::kForward, Pass::kBackwardData, Pass::kBackwardWeight}) {
+      for (const bool winograd : {false, true}) {
+        (void)build_plan(pass, g, 1, pass != Pass::kBackwardData, winograd);
+      }
+    }
   }
 }
 
-/// The gate, after the first call's preparation (Note [oneDNN at exit]).
-Gate& opened_gate() {
-  Gate& g = gate();
-  static std::once_flag made;  // one for every kind of call (not in the template below)
-  std::call_once(made, [&g] {
+/// Made when the library loads (Note [oneDNN at exit]).
+[[maybe_unused]] const bool kOneDnnReady = [] {
+  try {
     make_statics();
-    g.process = ::getpid();
-    std::atexit(close_at_exit);
-  });
-  return g;
-}
+  } catch (...) {  // NOLINT(bugprone-empty-catch)
+    // Without oneDNN's kernels here, the first convolution finds out again.
+  }
+  gate().process = ::getpid();
+  std::atexit(close_at_exit);
+  return true;
+}();
 
 /// Runs `body` (true: it ran) unless oneDNN is closed; false then.
 template <typename Body>
 bool through_gate(const Body& body) {
-  Gate& g = opened_gate();
+  Gate& g = gate();
   const std::shared_lock<std::shared_mutex> lock(g.mutex);
   return !g.closed && body();
 }
