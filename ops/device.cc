@@ -1,5 +1,13 @@
 #include "ops/device.h"
 
+#include <cblas.h>
+
+#include <fmt/format.h>
+
+#ifdef TAGFLOW_HAVE_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
 #include "engine/engine.h"
 
 namespace tagflow {
@@ -16,6 +24,19 @@ std::vector<Context> try_all_gpus() {
 bool is_real_gpu(Context ctx) {
   if (!ctx.is_gpu() || ctx.index < 0 || ctx.index >= num_gpus()) return false;
   return !Engine::get().gpus()[static_cast<std::size_t>(ctx.index)].simulated;
+}
+
+std::vector<std::pair<std::string, std::string>> cpu_kernel_libraries() {
+  std::vector<std::pair<std::string, std::string>> libraries;
+  libraries.emplace_back("OpenBLAS", fmt::format("{} (matrix products)", openblas_get_config()));
+#ifdef TAGFLOW_HAVE_ONEDNN
+  const dnnl_version_t* v = dnnl_version();
+  libraries.emplace_back("oneDNN", fmt::format("{}.{}.{} (convolutions, TAGFLOW_CPU_CONV)",
+                                               v->major, v->minor, v->patch));
+#else
+  libraries.emplace_back("oneDNN", "not in this build (convolutions lowered to OpenBLAS products)");
+#endif
+  return libraries;
 }
 
 }  // namespace tagflow

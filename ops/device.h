@@ -5,6 +5,8 @@
 //   Context ctx = try_gpu();           // gpu(0), or cpu(0) without a GPU
 //   for (Context c : try_all_gpus()) { ... }
 
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/context.h"
@@ -18,5 +20,10 @@ std::vector<Context> try_all_gpus();
 /// True for a GPU that exists and is a CUDA device, not a simulated one
 /// (whose kernels run on the host).
 bool is_real_gpu(Context ctx);
+
+/// The libraries the CPU kernels (of cpu(i) and simulated GPUs) call, each
+/// with its version and what it serves: OpenBLAS, and oneDNN when the build
+/// has it. For `tagflow info`.
+std::vector<std::pair<std::string, std::string>> cpu_kernel_libraries();
 
 }  // namespace tagflow

@@ -52,6 +52,9 @@ int run_info() {
   for (const auto& [name, value] : config.describe()) fmt::print("  {:<20} {}\n", name, value);
   fmt::print("\nBuild\n");
   for (const auto& [name, value] : build_info()) fmt::print("  {:<20} {}\n", name, value);
+  for (const auto& [name, value] : cpu_kernel_libraries()) {
+    fmt::print("  {:<20} {}\n", name, value);
+  }
   fmt::print("  {:<20} {}\n", "MPI", dist::mpi_library_version());
   fmt::print("  {:<20} {}\n", "NCCL", dist::nccl_available() ? "yes" : "no");
   return 0;

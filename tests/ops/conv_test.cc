@@ -15,6 +15,10 @@
 
 #include <gtest/gtest.h>
 
+#ifdef TAGFLOW_HAVE_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
 #include "ops/kernels/conv_kernels.h"
 #include "ops/kernels/conv_onednn.h"
 #include "tagflow/tagflow.h"
@@ -438,6 +442,20 @@ TEST(ConvTest, OneDnnRunsEveryPassOfTheNetworksLayersWithinTheFloat32Bound) {
   };
   std::uint32_t seed = 700;
   for (const ConvCase& c : cases) (void)check_onednn_passes(c, false, 0, seed += 10);
+}
+
+TEST(ConvTest, TheCpuKernelLibrariesNameOneDnnAndItsVersion) {
+  const auto libraries = cpu_kernel_libraries();
+  ASSERT_EQ(libraries.size(), 2u);
+  EXPECT_EQ(libraries[0].first, "OpenBLAS");
+  EXPECT_NE(libraries[0].second.find("OpenBLAS 0."), std::string::npos) << libraries[0].second;
+  EXPECT_EQ(libraries[1].first, "oneDNN");
+  const dnnl_version_t* v = dnnl_version();
+  EXPECT_EQ(libraries[1].second.rfind(std::to_string(v->major) + "." + std::to_string(v->minor) +
+                                          "." + std::to_string(v->patch) + " (",
+                                      0),
+            0u)
+      << libraries[1].second;
 }
 
 TEST(ConvTest, WinogradIsWithinItsBound) {
