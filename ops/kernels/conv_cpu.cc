@@ -48,7 +48,9 @@
 
 #include "engine/engine.h"
 #include "ops/kernels/conv_kernels.h"
+#ifdef TAGFLOW_HAVE_ONEDNN
 #include "ops/kernels/conv_onednn.h"
+#endif
 #include "ops/kernels/cpu_parallel.h"
 #include "ops/kernels/cpu_scratch.h"
 #include "ops/kernels/gemm_kernels.h"
@@ -257,17 +259,13 @@ void lowered_backward_weight(const ConvGeometry& g, const float* x, const float*
 
 std::atomic<int> cpu_conv_override{-1};  // -1: none
 
-/// True when the oneDNN kernels are to be tried.
-bool try_onednn() {
 #ifdef TAGFLOW_HAVE_ONEDNN
-  return cpu_conv() != CpuConv::kIm2col;
-#else
-  return false;
-#endif
-}
+/// True when the oneDNN kernels are to be tried.
+bool try_onednn() { return cpu_conv() != CpuConv::kIm2col; }
 
 /// True when they may use Winograd's algorithm.
 bool winograd() { return cpu_conv() == CpuConv::kAuto; }
+#endif
 
 }  // namespace
 
@@ -282,19 +280,25 @@ void override_cpu_conv(std::optional<CpuConv> kind) {
 
 void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
                     float* y, Context ctx) {
+#ifdef TAGFLOW_HAVE_ONEDNN
   if (try_onednn() && onednn::conv2d_forward(g, x, w, bias, y, ctx, winograd())) return;
+#endif
   lowered_forward(g, x, w, bias, y, ctx);
 }
 
 void conv2d_backward_data(const ConvGeometry& g, const float* w, const float* dy, float* dx,
                           Context ctx) {
+#ifdef TAGFLOW_HAVE_ONEDNN
   if (try_onednn() && onednn::conv2d_backward_data(g, w, dy, dx, ctx, winograd())) return;
+#endif
   lowered_backward_data(g, w, dy, dx, ctx);
 }
 
 void conv2d_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw,
                             float* db, Context ctx) {
+#ifdef TAGFLOW_HAVE_ONEDNN
   if (try_onednn() && onednn::conv2d_backward_weight(g, x, dy, dw, db, ctx, winograd())) return;
+#endif
   lowered_backward_weight(g, x, dy, dw, db, ctx);
 }
 
