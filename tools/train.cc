@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <deque>
 #include <functional>
@@ -22,6 +21,8 @@
 #include "tagflow/tagflow.h"
 #include "tools/checkpoint.h"
 #include "tools/profile_merge.h"
+#include "tools/progress_line.h"
+#include "tools/stop_on_signals.h"
 
 namespace tagflow::tools {
 
@@ -57,74 +58,6 @@ double sum_on_host(const std::vector<NDArray>& values) {
 }
 
 /// "1:05" or "2:01:05".
-std::string clock_text(double seconds) {
-  const auto s = static_cast<std::int64_t>(std::llround(seconds));
-  if (s < 3600) return fmt::format("{}:{:02}", s / 60, s % 60);
-  return fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
-}
-
-// Note [How often the progress line waits]
-// The training loop keeps the loss on the device and waits once per epoch.
-// The progress line shows the running mean loss, which costs a wait for the
-// batches in flight each time it is read, so the line is redrawn (and the
-// loss read) at most every kRedrawSeconds, not after every batch.
-constexpr double kRedrawSeconds = 0.5;
-
-/// The progress line on stderr, redrawn in place (format_progress).
-class ProgressLine {
- public:
-  /// Draws nothing unless `enabled` (stderr is a terminal, and asked for).
-  ProgressLine(bool enabled, int epochs) : enabled_(enabled) { progress_.epochs = epochs; }
-  ~ProgressLine() { clear(); }
-  ProgressLine(const ProgressLine&) = delete;
-  ProgressLine& operator=(const ProgressLine&) = delete;
-
-  /// Starts `phase` ("train", "test") of `epoch` (from 1), of `total` batches.
-  void start(int epoch, const char* phase, std::int64_t total) {
-    progress_.epoch = epoch;
-    progress_.phase = phase;
-    progress_.total = total;
-    start_ = last_draw_ = Clock::now();
-  }
-
-  /// After `done` batches of the phase, `images` in all. Redraws when the
-  /// last drawing is kRedrawSeconds old; only then calls `loss` (the
-  /// running mean loss, a wait for the device; null: none shown).
-  void update(std::int64_t done, std::int64_t images, const std::function<double()>& loss) {
-    if (!enabled_) return;
-    const Clock::time_point now = Clock::now();
-    if (std::chrono::duration<double>(now - last_draw_).count() < kRedrawSeconds) return;
-    last_draw_ = now;
-    const double elapsed = std::chrono::duration<double>(now - start_).count();
-    progress_.done = done;
-    progress_.loss = loss ? loss() : -1;
-    progress_.images_per_second = elapsed > 0 ? static_cast<double>(images) / elapsed : 0;
-    progress_.seconds_left =
-        done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(progress_.total - done)
-                 : -1;
-    const std::string line = format_progress(progress_);
-    // Pads over what is left of a longer line drawn before.
-    fmt::print(stderr, "\r{:<{}}", line, std::max(line.size(), width_));
-    std::fflush(stderr);
-    width_ = line.size();
-  }
-
-  /// Removes the line, if one is drawn (before a line of results).
-  void clear() {
-    if (width_ == 0) return;
-    fmt::print(stderr, "\r{:{}}\r", "", width_);
-    std::fflush(stderr);
-    width_ = 0;
-  }
-
- private:
-  bool enabled_;
-  Progress progress_;
-  Clock::time_point start_ = Clock::now();
-  Clock::time_point last_draw_ = start_;
-  std::size_t width_ = 0;  ///< of the line on the screen; 0: none
-};
-
 /// After each batch of an evaluation: the batches and samples so far.
 using BatchCallback = std::function<void(std::int64_t batches, std::int64_t samples)>;
 
@@ -357,74 +290,7 @@ void check_output_file(const std::filesystem::path& path, const std::string& wha
                 text);
 }
 
-std::string format_progress(const Progress& p) {
-  constexpr std::size_t kColumns = 99;  // under 100
-  constexpr std::size_t kMaxBar = 30;
-  constexpr std::size_t kMinBar = 10;
-  const std::string head = p.epochs > 0
-                               ? fmt::format("epoch {}/{} {:<5} ", p.epoch, p.epochs, p.phase)
-                               : fmt::format("{:<5} ", p.phase);
-  std::string tail = fmt::format(" {:>5}/{}", p.done, p.total);
-  if (!(p.loss < 0)) {  // NaN too: a diverging loss is shown
-    tail +=
-        p.loss < 1000 ? fmt::format("  loss {:.4f}", p.loss) : fmt::format("  loss {:.3e}", p.loss);
-  }
-  if (p.images_per_second > 0) tail += fmt::format("  {:.0f} images/s", p.images_per_second);
-  if (p.seconds_left >= 0) tail += fmt::format("  {} left", clock_text(p.seconds_left));
-  const std::size_t room = kColumns - std::min(kColumns, head.size() + tail.size() + 2);
-  const std::size_t width = std::clamp(room, kMinBar, kMaxBar);
-  const std::int64_t total = std::max<std::int64_t>(p.total, 1);
-  const auto filled = static_cast<std::size_t>(
-      static_cast<double>(width) * static_cast<double>(std::clamp<std::int64_t>(p.done, 0, total)) /
-      static_cast<double>(total));
-  std::string bar(filled, '=');
-  if (filled < width) bar += '>';
-  bar.resize(width, ' ');
-  std::string line = fmt::format("{}[{}]{}", head, bar, tail);
-  if (line.size() > kColumns) line.resize(kColumns);
-  return line;
-}
-
 namespace {
-
-// Note [Stopping at a batch boundary]
-// With a checkpoint directory, SIGINT and SIGTERM only set a flag (the
-// handler does nothing else, as a handler must); the training loop reads
-// it before each batch, writes a checkpoint there and stops. Across
-// processes a signal does not reach every rank at the same batch, and a
-// rank that stopped alone would leave the others waiting in a collective:
-// there the flag is summed over processes with the epoch's figures, and
-// all ranks stop together at the end of the epoch, after its checkpoint.
-volatile std::sig_atomic_t g_stop_signal = 0;
-
-extern "C" void request_stop(int signal) { g_stop_signal = signal; }
-
-/// Sets request_stop for SIGINT and SIGTERM while it lives, then puts the
-/// previous handlers back.
-class StopOnSignals {
- public:
-  explicit StopOnSignals(bool active) : active_(active) {
-    if (!active_) return;
-    g_stop_signal = 0;
-    struct sigaction action {};
-    action.sa_handler = request_stop;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, &previous_int_);
-    sigaction(SIGTERM, &action, &previous_term_);
-  }
-  ~StopOnSignals() {
-    if (!active_) return;
-    sigaction(SIGINT, &previous_int_, nullptr);
-    sigaction(SIGTERM, &previous_term_, nullptr);
-  }
-  StopOnSignals(const StopOnSignals&) = delete;
-  StopOnSignals& operator=(const StopOnSignals&) = delete;
-
- private:
-  bool active_;
-  struct sigaction previous_int_ {};
-  struct sigaction previous_term_ {};
-};
 
 /// A float exactly, as text that reads back to the same bits.
 std::string exact(float value) { return fmt::format("{:a}", value); }
@@ -624,7 +490,7 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
   const StopOnSignals stop_on_signals(!options.checkpoint_dir.empty());
   std::int64_t trained_here = 0;  // batches trained by this run
   const auto stop_signal = [&] {
-    if (g_stop_signal != 0) return static_cast<int>(g_stop_signal);
+    if (const int signal = stop_on_signals.requested(); signal != 0) return signal;
     return options.stop_after > 0 && trained_here >= options.stop_after ? -1 : 0;
   };
   const auto checkpoint = [&](int epochs_done, std::int64_t batch,

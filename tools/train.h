@@ -13,6 +13,7 @@
 #include "nn/block.h"
 #include "nn/dist/mpi_communicator.h"
 #include "nn/lr_schedule.h"
+#include "tools/progress_line.h"
 
 namespace tagflow::tools {
 
@@ -131,22 +132,6 @@ double default_learning_rate(const std::string& optimizer);
 /// 'runs/lenet.safetensors' (no directory 'runs')". Called before work
 /// whose result would go there, so that it is not lost.
 void check_output_file(const std::filesystem::path& path, const std::string& what);
-
-/// What the progress line of `tagflow train` shows.
-struct Progress {
-  int epoch = 1;  ///< from 1
-  int epochs = 1;
-  std::string phase = "train";  ///< "train" or "test"
-  std::int64_t done = 0;        ///< batches
-  std::int64_t total = 0;
-  double loss = -1;  ///< running mean loss; negative: not shown
-  double images_per_second = 0;
-  double seconds_left = -1;  ///< in the phase; negative: not known yet
-};
-
-/// The progress line, under 100 columns, e.g.
-/// "epoch 3/10 train [=======>      ]    58/235 loss 0.4312, 23785 images/s, 0:05 left".
-std::string format_progress(const Progress& progress);
 
 /// What one epoch gave.
 struct EpochResult {
