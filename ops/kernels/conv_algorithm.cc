@@ -1,5 +1,6 @@
 #include "ops/kernels/conv_algorithm.h"
 
+#include <algorithm>
 #include <array>
 #include <mutex>
 #include <optional>
@@ -50,22 +51,10 @@ std::optional<std::size_t> first(std::span<const ConvAlgorithm> candidates, Pred
 }  // namespace
 
 ConvKey conv_key(ConvPass pass, int device, const ConvGeometry& g) {
-  return {static_cast<std::int64_t>(pass),
-          device,
-          g.batch,
-          g.in_channels,
-          g.in_h,
-          g.in_w,
-          g.out_channels,
-          g.kernel_h,
-          g.kernel_w,
-          g.stride_h,
-          g.stride_w,
-          g.pad_h,
-          g.pad_w,
-          g.dilation_h,
-          g.dilation_w,
-          g.groups};
+  ConvKey key{static_cast<std::int64_t>(pass), device};
+  const auto extents = g.extents();
+  std::copy(extents.begin(), extents.end(), key.begin() + 2);
+  return key;
 }
 
 const char* to_string(ConvPass pass) {

@@ -6,6 +6,7 @@
 // (conv_onednn.cc) or lower each image to a matrix (im2col) and call the
 // BLAS; the CUDA ones (conv.cu) call cuDNN. Internal to ops/.
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -41,6 +42,12 @@ struct ConvGeometry {
   std::int64_t in_image() const { return in_channels * in_h * in_w; }
   std::int64_t out_image() const { return out_channels * out_h * out_w; }
   std::int64_t weight_size() const { return out_channels * col_rows(); }
+  /// Every extent that defines the convolution (the output's follow from
+  /// them), as the key of the caches that keep something per geometry.
+  std::array<std::int64_t, 14> extents() const {
+    return {batch,    in_channels, in_h,  in_w,  out_channels, kernel_h,   kernel_w,
+            stride_h, stride_w,    pad_h, pad_w, dilation_h,   dilation_w, groups};
+  }
 };
 
 /// Device scratch memory (cuDNN's workspace) for the kernels of one

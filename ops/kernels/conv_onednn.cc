@@ -86,8 +86,7 @@ class SharedInput {
 std::size_t working_bytes(const Plan& plan, std::size_t shared_inputs) {
   std::size_t bytes = plan.scratchpad_bytes();
   for (const Operand& op : plan.outputs) bytes += op.copy_bytes();
-  for (std::size_t i = 0; i < plan.inputs.size(); ++i) {
-    if (i >= plan.inputs.size() - shared_inputs) continue;
+  for (std::size_t i = 0; i + shared_inputs < plan.inputs.size(); ++i) {
     bytes += plan.inputs[i].copy_bytes();
   }
   return bytes;

@@ -6,10 +6,9 @@
 
 #include <algorithm>
 #include <array>
-#include <functional>
+#include <map>
 #include <mutex>
 #include <string_view>
-#include <unordered_map>
 
 namespace tagflow::detail::onednn {
 
@@ -69,42 +68,20 @@ bool is_reference(const dnnl::primitive_desc_base& pd) {
   return std::string_view(pd.impl_info_str()).starts_with("ref");
 }
 
-using PlanKey = std::array<std::int64_t, 19>;
-
-struct PlanKeyHash {
-  std::size_t operator()(const PlanKey& key) const {
-    std::size_t h = 0;
-    for (const std::int64_t v : key) h = h * 1000003u ^ std::hash<std::int64_t>{}(v);
-    return h;
-  }
-};
+/// A plan's pass, algorithm, bias, and its geometry's extents.
+using PlanKey = std::array<std::int64_t, 17>;
 
 /// The plan of `pass` over `images` images of geometry `g`, built once and
 /// shared by every thread and device; null when oneDNN has no kernel.
 std::shared_ptr<const Plan> plan_for(Pass pass, const ConvGeometry& g, std::int64_t images,
                                      bool bias, bool winograd) {
-  const PlanKey key{static_cast<std::int64_t>(pass),
-                    winograd ? 1 : 0,
-                    bias ? 1 : 0,
-                    images,
-                    g.in_channels,
-                    g.in_h,
-                    g.in_w,
-                    g.out_channels,
-                    g.out_h,
-                    g.out_w,
-                    g.kernel_h,
-                    g.kernel_w,
-                    g.stride_h,
-                    g.stride_w,
-                    g.pad_h,
-                    g.pad_w,
-                    g.dilation_h,
-                    g.dilation_w,
-                    g.groups};
+  PlanKey key{static_cast<std::int64_t>(pass), winograd ? 1 : 0, bias ? 1 : 0};
+  const auto extents = g.extents();
+  std::copy(extents.begin(), extents.end(), key.begin() + 3);
+  key[3] = images;  // extents()[0] is the batch
   static std::mutex mutex;
-  // Never destroyed, as the engine above.
-  static auto* plans = new std::unordered_map<PlanKey, std::shared_ptr<const Plan>, PlanKeyHash>();
+  // Never destroyed: convolutions run until the process ends.
+  static auto* plans = new std::map<PlanKey, std::shared_ptr<const Plan>>();
   const std::lock_guard<std::mutex> lock(mutex);
   if (const auto it = plans->find(key); it != plans->end()) return it->second;
   if (plans->size() >= kMaxPlans) plans->clear();  // plans in use stay alive with their users
@@ -179,6 +156,7 @@ std::shared_ptr<const Plan> build_plan(Pass pass, const ConvGeometry& g, std::in
       case Pass::kForward: {
         if (is_reference(forward)) return nullptr;
         plan.conv = {dnnl::convolution_forward(forward), forward.scratchpad_desc()};
+        plan.implementation = forward.impl_info_str();
         plan.inputs.push_back(make_operand(DNNL_ARG_SRC, plain.src, forward.src_desc(), true));
         plan.inputs.push_back(
             make_operand(DNNL_ARG_WEIGHTS, plain.weights, forward.weights_desc(), true));
@@ -194,6 +172,7 @@ std::shared_ptr<const Plan> build_plan(Pass pass, const ConvGeometry& g, std::in
         const dnnl::convolution_backward_data::primitive_desc pd(desc, attr, cpu_engine(), forward);
         if (is_reference(pd)) return nullptr;
         plan.conv = {dnnl::convolution_backward_data(pd), pd.scratchpad_desc()};
+        plan.implementation = pd.impl_info_str();
         plan.inputs.push_back(make_operand(DNNL_ARG_DIFF_DST, plain.dst, pd.diff_dst_desc(), true));
         plan.inputs.push_back(
             make_operand(DNNL_ARG_WEIGHTS, plain.weights, pd.weights_desc(), true));
@@ -212,6 +191,7 @@ std::shared_ptr<const Plan> build_plan(Pass pass, const ConvGeometry& g, std::in
                                                                     forward);
         if (is_reference(pd)) return nullptr;
         plan.conv = {dnnl::convolution_backward_weights(pd), pd.scratchpad_desc()};
+        plan.implementation = pd.impl_info_str();
         plan.inputs.push_back(make_operand(DNNL_ARG_SRC, plain.src, pd.src_desc(), true));
         plan.inputs.push_back(make_operand(DNNL_ARG_DIFF_DST, plain.dst, pd.diff_dst_desc(), true));
         plan.outputs.push_back(

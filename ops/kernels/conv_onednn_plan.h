@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -46,6 +47,8 @@ struct Operand {
 /// One pass of the convolution over a number of images.
 struct Plan {
   Step conv;
+  /// oneDNN's name of the kernel, e.g. "jit_wino_4x3:avx512_core".
+  std::string implementation;
   /// Forward: source, weights, bias; input gradient: output gradient,
   /// weights; weight gradient: source, output gradient.
   std::vector<Operand> inputs;

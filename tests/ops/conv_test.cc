@@ -15,78 +15,23 @@
 
 #include <gtest/gtest.h>
 
-#ifdef TAGFLOW_HAVE_ONEDNN
-#include <oneapi/dnnl/dnnl.h>
-#endif
-
 #include "ops/kernels/conv_kernels.h"
-#include "ops/kernels/conv_onednn.h"
 #include "tagflow/tagflow.h"
+#include "tests/ops/conv_reference.h"
 #include "tests/ops/test_util.h"
 
 namespace tagflow {
 namespace {
 
 using testing::all_devices;
+using testing::ConvCase;
 using testing::error_of;
+using testing::output_shape;
 using testing::random_floats;
-using Values = std::vector<double>;
-
-struct ConvCase {
-  std::string name;
-  Shape x, w;
-  Conv2DOptions options;
-  bool bias = true;
-};
-
-/// The output extents, as PyTorch computes them.
-Shape output_shape(const Shape& x, const Shape& w, const Conv2DOptions& o) {
-  const auto extent = [&](int axis) {
-    const std::int64_t span = std::int64_t{o.dilation[axis]} * (w[2 + axis] - 1) + 1;
-    return (x[2 + axis] + 2 * o.padding[axis] - span) / o.stride[axis] + 1;
-  };
-  return Shape{x[0], w[0], extent(0), extent(1)};
-}
-
-/// The convolution in double, seven loops deep; `magnitude` (when given)
-/// receives sum |x w| + |b| per output, for the rounding bound.
-Values reference_conv(const Values& x, const Shape& xs, const Values& w, const Shape& ws,
-                      const Values* b, const Conv2DOptions& o, Values* magnitude = nullptr) {
-  const Shape ys = output_shape(xs, ws, o);
-  const std::int64_t group_in = ws[1];
-  const std::int64_t group_out = ws[0] / o.groups;
-  Values y(static_cast<std::size_t>(ys.size()));
-  if (magnitude != nullptr) magnitude->assign(y.size(), 0);
-  std::size_t k = 0;
-  for (std::int64_t n = 0; n < ys[0]; ++n) {
-    for (std::int64_t oc = 0; oc < ys[1]; ++oc) {
-      for (std::int64_t oh = 0; oh < ys[2]; ++oh) {
-        for (std::int64_t ow = 0; ow < ys[3]; ++ow, ++k) {
-          double sum = b != nullptr ? (*b)[static_cast<std::size_t>(oc)] : 0;
-          double mag = std::abs(sum);
-          for (std::int64_t c = 0; c < group_in; ++c) {
-            const std::int64_t ic = oc / group_out * group_in + c;
-            for (std::int64_t i = 0; i < ws[2]; ++i) {
-              for (std::int64_t j = 0; j < ws[3]; ++j) {
-                const std::int64_t ih = oh * o.stride[0] - o.padding[0] + i * o.dilation[0];
-                const std::int64_t iw = ow * o.stride[1] - o.padding[1] + j * o.dilation[1];
-                if (ih < 0 || ih >= xs[2] || iw < 0 || iw >= xs[3]) continue;
-                const double t =
-                    x[static_cast<std::size_t>(((n * xs[1] + ic) * xs[2] + ih) * xs[3] + iw)] *
-                    w[static_cast<std::size_t>(((oc * ws[1] + c) * ws[2] + i) * ws[3] + j)];
-                sum += t;
-                mag += std::abs(t);
-              }
-            }
-          }
-          y[k] = sum;
-          if (magnitude != nullptr) (*magnitude)[k] = mag;
-        }
-      }
-    }
-  }
-  return y;
-}
+using testing::reference_conv;
+using testing::reference_conv_gradients;
+using testing::ReferenceGradients;
+using testing::Values;
 
 /// Runs each test with each way the CPU kernels convolve (TAGFLOW_CPU_CONV):
 /// oneDNN where it has a kernel (with and without Winograd's algorithm, which
@@ -218,53 +163,6 @@ TEST_P(ConvKernels, GradientsOfInputWeightsAndBiasMatchFiniteDifferences) {
   }
 }
 
-/// The gradients of sum(conv2d(x, w) * dy) in double: dx and dw, with the
-/// sums of the absolute values of their terms (for the tolerance).
-struct ReferenceGradients {
-  Values dx, dx_magnitude, dw, dw_magnitude;
-};
-ReferenceGradients reference_conv_gradients(const Values& x, const Shape& xs, const Values& w,
-                                            const Shape& ws, const Values& dy,
-                                            const Conv2DOptions& o) {
-  const Shape ys = output_shape(xs, ws, o);
-  const std::int64_t group_in = ws[1];
-  const std::int64_t group_out = ws[0] / o.groups;
-  ReferenceGradients r;
-  r.dx.assign(x.size(), 0);
-  r.dx_magnitude.assign(x.size(), 0);
-  r.dw.assign(w.size(), 0);
-  r.dw_magnitude.assign(w.size(), 0);
-  for (std::int64_t n = 0; n < ys[0]; ++n) {
-    for (std::int64_t oc = 0; oc < ys[1]; ++oc) {
-      for (std::int64_t oh = 0; oh < ys[2]; ++oh) {
-        for (std::int64_t ow = 0; ow < ys[3]; ++ow) {
-          const double g =
-              dy[static_cast<std::size_t>(((n * ys[1] + oc) * ys[2] + oh) * ys[3] + ow)];
-          for (std::int64_t c = 0; c < group_in; ++c) {
-            const std::int64_t ic = oc / group_out * group_in + c;
-            for (std::int64_t i = 0; i < ws[2]; ++i) {
-              for (std::int64_t j = 0; j < ws[3]; ++j) {
-                const std::int64_t ih = oh * o.stride[0] - o.padding[0] + i * o.dilation[0];
-                const std::int64_t iw = ow * o.stride[1] - o.padding[1] + j * o.dilation[1];
-                if (ih < 0 || ih >= xs[2] || iw < 0 || iw >= xs[3]) continue;
-                const auto xi =
-                    static_cast<std::size_t>(((n * xs[1] + ic) * xs[2] + ih) * xs[3] + iw);
-                const auto wi =
-                    static_cast<std::size_t>(((oc * ws[1] + c) * ws[2] + i) * ws[3] + j);
-                r.dx[xi] += w[wi] * g;
-                r.dx_magnitude[xi] += std::abs(w[wi] * g);
-                r.dw[wi] += x[xi] * g;
-                r.dw_magnitude[wi] += std::abs(x[xi] * g);
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-  return r;
-}
-
 /// Every element of `got` within 1e-5 of the sum of the absolute values of
 /// its terms from the exact value: float32 arithmetic in any order stays
 /// within (K + 2) 2^-24 of it for the K <= 150 terms of these cases (under
@@ -342,141 +240,6 @@ TEST_P(ConvKernels, GroupedAndDilatedPassesAreWithin1e5OfDoublePrecisionOnEveryD
     }
   }
 }
-
-#ifdef TAGFLOW_HAVE_ONEDNN
-/// The kernel's geometry for one case, as conv2d makes it.
-detail::ConvGeometry geometry_of(const ConvCase& c) {
-  const Shape ys = output_shape(c.x, c.w, c.options);
-  detail::ConvGeometry g;
-  g.batch = c.x[0];
-  g.in_channels = c.x[1];
-  g.in_h = c.x[2];
-  g.in_w = c.x[3];
-  g.out_channels = c.w[0];
-  g.out_h = ys[2];
-  g.out_w = ys[3];
-  g.kernel_h = static_cast<int>(c.w[2]);
-  g.kernel_w = static_cast<int>(c.w[3]);
-  g.stride_h = c.options.stride[0];
-  g.stride_w = c.options.stride[1];
-  g.pad_h = c.options.padding[0];
-  g.pad_w = c.options.padding[1];
-  g.dilation_h = c.options.dilation[0];
-  g.dilation_w = c.options.dilation[1];
-  g.groups = c.options.groups;
-  return g;
-}
-
-/// Runs the three passes of `c` through oneDNN directly (each must take the
-/// geometry) and checks every element against the double reference within
-/// `bound` times the sum of its terms' magnitudes (0: float32's bound for a
-/// sum in any order, (K + 2) 2^-24); returns the largest error so measured.
-double check_onednn_passes(const ConvCase& c, bool winograd, double bound, std::uint32_t seed) {
-  SCOPED_TRACE(c.name);
-  const Shape ys = output_shape(c.x, c.w, c.options);
-  const std::int64_t terms =
-      std::max({c.w[1] * c.w[2] * c.w[3], c.w[0] * c.w[2] * c.w[3], ys[0] * ys[2] * ys[3]});
-  if (bound == 0) bound = static_cast<double>(terms + 2) * std::ldexp(1.0, -24);
-  const std::vector<float> xh = random_floats(static_cast<std::size_t>(c.x.size()), -1, 1, ++seed);
-  const std::vector<float> wh = random_floats(static_cast<std::size_t>(c.w.size()), -1, 1, ++seed);
-  const std::vector<float> bh = random_floats(static_cast<std::size_t>(c.w[0]), -1, 1, ++seed);
-  const std::vector<float> dyh = random_floats(static_cast<std::size_t>(ys.size()), -1, 1, ++seed);
-  const Values xd(xh.begin(), xh.end()), wd(wh.begin(), wh.end()), bd(bh.begin(), bh.end());
-  Values y_magnitude;
-  const Values y = reference_conv(xd, c.x, wd, c.w, &bd, c.options, &y_magnitude);
-  const ReferenceGradients grads =
-      reference_conv_gradients(xd, c.x, wd, c.w, Values(dyh.begin(), dyh.end()), c.options);
-  const detail::ConvGeometry g = geometry_of(c);
-  std::vector<float> got_y(y.size(), NAN), got_dx(xh.size(), NAN), got_dw(wh.size(), NAN),
-      got_db(bh.size(), NAN);
-  // The bias gradient, dy summed per output channel, and its terms' magnitudes.
-  Values db(bh.size(), 0), db_magnitude(bh.size(), 0);
-  for (std::int64_t i = 0; i < ys.size(); ++i) {
-    const auto channel = static_cast<std::size_t>(i / (ys[2] * ys[3]) % ys[1]);
-    db[channel] += dyh[static_cast<std::size_t>(i)];
-    db_magnitude[channel] += std::abs(dyh[static_cast<std::size_t>(i)]);
-  }
-  namespace onednn = detail::onednn;
-  EXPECT_TRUE(
-      onednn::conv2d_forward(g, xh.data(), wh.data(), bh.data(), got_y.data(), cpu(0), winograd));
-  EXPECT_TRUE(
-      onednn::conv2d_backward_data(g, wh.data(), dyh.data(), got_dx.data(), cpu(0), winograd));
-  EXPECT_TRUE(onednn::conv2d_backward_weight(g, xh.data(), dyh.data(), got_dw.data(), got_db.data(),
-                                             cpu(0), winograd));
-  double largest = 0;
-  const auto expect_within = [&](const std::vector<float>& got, const Values& expected,
-                                 const Values& magnitude, const char* what) {
-    int reported = 0;
-    for (std::size_t i = 0; i < got.size(); ++i) {
-      const double error = std::abs(got[i] - expected[i]);
-      largest = std::max(largest, error / (magnitude[i] + 1e-30));
-      const double tolerance = bound * magnitude[i] + 1e-30;
-      if (!(error <= tolerance) && reported++ < 5) {
-        ADD_FAILURE() << what << ": element " << i << " is " << got[i] << ", expected "
-                      << expected[i] << " within " << tolerance;
-      }
-    }
-  };
-  expect_within(got_y, y, y_magnitude, "forward");
-  expect_within(got_dx, grads.dx, grads.dx_magnitude, "input gradient");
-  expect_within(got_dw, grads.dw, grads.dw_magnitude, "weight gradient");
-  expect_within(got_db, db, db_magnitude, "bias gradient");
-  return largest;
-}
-
-TEST(ConvTest, OneDnnRunsEveryPassOfTheNetworksLayersWithinTheFloat32Bound) {
-  // oneDNN's direct kernels called directly: they must take these geometries
-  // (those of LeNet and ResNet-18, and batches that the calls and the weight
-  // gradient's chunks cut unevenly), and every pass must stay within the
-  // bound of float32 sums in any order.
-  const std::vector<ConvCase> cases = {
-      {"3x3 pad 1, batch 37", {37, 16, 6, 6}, {9, 16, 3, 3}, {.padding = {1, 1}}},
-      {"1x1 stride 2 (the shortcut)", {5, 16, 9, 9}, {32, 16, 1, 1}, {.stride = {2, 2}}},
-      {"3x3 stride 2 pad 1", {4, 16, 7, 7}, {32, 16, 3, 3}, {.stride = {2, 2}, .padding = {1, 1}}},
-      {"one input channel, 5x5 (LeNet's first)", {19, 1, 12, 12}, {6, 1, 5, 5}, {}},
-      {"6 to 16 channels, 5x5 (LeNet's second)", {21, 6, 8, 8}, {16, 6, 5, 5}, {}},
-      {"3x3 pad 1 on 14x14 (Winograd's, not taken)",
-       {3, 16, 14, 14},
-       {16, 16, 3, 3},
-       {.padding = {1, 1}}},
-  };
-  std::uint32_t seed = 700;
-  for (const ConvCase& c : cases) (void)check_onednn_passes(c, false, 0, seed += 10);
-}
-
-TEST(ConvTest, TheCpuKernelLibrariesNameOneDnnAndItsVersion) {
-  const auto libraries = cpu_kernel_libraries();
-  ASSERT_EQ(libraries.size(), 2u);
-  EXPECT_EQ(libraries[0].first, "OpenBLAS");
-  EXPECT_NE(libraries[0].second.find("OpenBLAS 0."), std::string::npos) << libraries[0].second;
-  EXPECT_EQ(libraries[1].first, "oneDNN");
-  const dnnl_version_t* v = dnnl_version();
-  EXPECT_EQ(libraries[1].second.rfind(std::to_string(v->major) + "." + std::to_string(v->minor) +
-                                          "." + std::to_string(v->patch) + " (",
-                                      0),
-            0u)
-      << libraries[1].second;
-}
-
-TEST(ConvTest, WinogradIsWithinItsBound) {
-  // Winograd's F(4x4, 3x3) transforms its inputs, weights and outputs with
-  // constants up to 8 and so rounds more than a direct sum: each element
-  // within 2e-5 of the sum of its terms' magnitudes (measured: about 5e-7
-  // here, against 1e-7 for the direct kernel), not within float32's bound.
-  const std::vector<ConvCase> cases = {
-      {"3x3 pad 1 on 14x14, batch 9", {9, 16, 14, 14}, {16, 16, 3, 3}, {.padding = {1, 1}}},
-      {"3x3 pad 1 on 28x28, 32 to 16 channels",
-       {2, 32, 28, 28},
-       {16, 32, 3, 3},
-       {.padding = {1, 1}}},
-  };
-  std::uint32_t seed = 900;
-  for (const ConvCase& c : cases) {
-    const double largest = check_onednn_passes(c, true, 2e-5, seed += 10);
-    std::printf("%s: largest error %.3g of the terms' magnitude\n", c.name.c_str(), largest);
-  }
-}
-#endif
 
 TEST_P(ConvKernels, OnlyTheNeededGradientsAreComputedAndAgreeAcrossDevices) {
   const Shape xs{17, 3, 6, 6}, ws{4, 3, 3, 3};
