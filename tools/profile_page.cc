@@ -259,10 +259,11 @@ json page_data(const profiler::Trace& trace, const ProfileSummary& summary,
           {"breakdown", breakdown}};
 }
 
-/// The figure tables as HTML; a critical path step's row names its
+/// The figure tables as HTML; a critical path stretch's row names its first
 /// operation's index in the data, so that clicking it selects it.
 std::string figures_html(const std::vector<FigureTable>& tables, const ProfileSummary& summary,
                          const std::map<SeqKey, std::size_t>& index_of_seq) {
+  const std::vector<CriticalStretch> stretches = critical_stretches(summary.critical_path);
   std::string out;
   for (const FigureTable& table : tables) {
     out += fmt::format("<div class=\"figure\" id=\"figure-{}\"><h3>{}</h3>\n", table.id,
@@ -276,11 +277,11 @@ std::string figures_html(const std::vector<FigureTable>& tables, const ProfileSu
     out += "</tr></thead><tbody>\n";
     for (std::size_t r = 0; r < table.rows.size(); ++r) {
       std::string attributes;
-      if (table.id == "critical-path" && r < summary.critical_path.size()) {
-        const CriticalStep& step = summary.critical_path[r];
+      if (table.id == "critical-path" && r < stretches.size()) {
+        const CriticalStep& step = summary.critical_path[stretches[r].first];
         const auto op = index_of_seq.find({step.process, step.seq});
         if (op != index_of_seq.end()) attributes = fmt::format(" data-op=\"{}\"", op->second);
-      } else if (table.id == "operations") {
+      } else if (table.id == "operations" || table.id == "critical-operations") {
         attributes = fmt::format(" data-name=\"{}\"", escape_html(table.rows[r][0]));
       }
       out += fmt::format("<tr{}>", attributes);

@@ -501,28 +501,11 @@ ProfileSummary summarize(const profiler::Trace& trace) {
             [](const auto& a, const auto& b) { return a.length_us > b.length_us; });
   if (s.gaps.size() > 10) s.gaps.resize(10);
 
-  const OpEvent* at = &trace.ops[0];
-  for (const OpEvent& e : trace.ops) {
-    if (busy(e).end > busy(*at).end) at = &e;
+  s.critical_path = critical_path(trace);
+  for (const CriticalStep& step : s.critical_path) {
+    s.critical_path_us += step.busy_us;
+    s.critical_path_waited_us += step.waited_us;
   }
-  std::vector<CriticalStep> path;
-  while (at != nullptr) {
-    const Interval b = busy(*at);
-    path.push_back({.name = at->name,
-                    .process = at->process,
-                    .seq = at->seq,
-                    .device = device_name(trace, {at->process, at->ctx}),
-                    .busy_us = to_us(b.end - b.begin)});
-    s.critical_path_us += path.back().busy_us;
-    const OpEvent* next = nullptr;
-    for (const SeqKey& from : producers[{at->process, at->seq}]) {
-      const auto it = by_seq.find(from);
-      if (it == by_seq.end()) continue;
-      if (next == nullptr || busy(*it->second).end > busy(*next).end) next = it->second;
-    }
-    at = next;
-  }
-  s.critical_path.assign(path.rbegin(), path.rend());
 
   add_memory(trace, s);
   return s;
@@ -574,8 +557,9 @@ std::vector<FigureTable> figure_tables(const ProfileSummary& s) {
                              us(s.copy_overlapped_us), percent(s.copy_overlapped_us, s.copy_us))},
       {"host threads blocked in waits", us(s.wait_us) + " us"},
       {"critical path",
-       fmt::format("{} operations, {} us busy ({} of the span)", s.critical_path.size(),
-                   us(s.critical_path_us), percent(s.critical_path_us, s.span_us))}};
+       fmt::format("{} operations, {} us busy ({} of the span), {} us between them",
+                   s.critical_path.size(), us(s.critical_path_us),
+                   percent(s.critical_path_us, s.span_us), us(s.critical_path_waited_us))}};
 
   tables.push_back(
       {.id = "devices",
@@ -607,12 +591,51 @@ std::vector<FigureTable> figure_tables(const ProfileSummary& s) {
   }
 
   tables.push_back({.id = "critical-path",
-                    .title = "Critical path",
-                    .columns = {"step", "operation", "seq", "device", "busy us", "share"}});
-  for (std::size_t i = 0; i < s.critical_path.size(); ++i) {
-    const CriticalStep& c = s.critical_path[i];
-    tables.back().rows.push_back({std::to_string(i + 1), c.name, std::to_string(c.seq), c.device,
-                                  us(c.busy_us), percent(c.busy_us, s.span_us)});
+                    .title = "Critical path, by stretch of one track",
+                    .columns = {"steps", "track", "from", "to", "at us", "busy us", "share",
+                                "waited us", "released by"}});
+  for (const CriticalStretch& stretch : critical_stretches(s.critical_path)) {
+    const CriticalStep& first = s.critical_path[stretch.first];
+    const CriticalStep& last = s.critical_path[stretch.first + stretch.count - 1];
+    double busy_us = 0, waited_us = 0;
+    for (std::size_t i = 0; i < stretch.count; ++i) {
+      busy_us += s.critical_path[stretch.first + i].busy_us;
+      waited_us += s.critical_path[stretch.first + i].waited_us;
+    }
+    std::string released_by = "its push";
+    if (stretch.first > 0) {
+      const CriticalStep& before = s.critical_path[stretch.first - 1];
+      released_by =
+          first.gate == CriticalGate::kHostWait
+              ? fmt::format("a host wait for {} #{}", before.name, before.seq)
+              : fmt::format("the result of {} #{} ({})", before.name, before.seq, before.track);
+    }
+    tables.back().rows.push_back(
+        {std::to_string(stretch.count), first.track, fmt::format("{} #{}", first.name, first.seq),
+         fmt::format("{} #{}", last.name, last.seq), us(to_us(first.begin_ns - s.start_ns)),
+         us(busy_us), percent(busy_us, s.span_us), us(waited_us), released_by});
+  }
+
+  tables.push_back({.id = "critical-operations",
+                    .title = "Critical path, by operation",
+                    .columns = {"operation", "device", "steps", "busy us", "share"}});
+  {
+    std::map<std::pair<std::string, std::string>, std::pair<std::int64_t, double>> by_name;
+    for (const CriticalStep& step : s.critical_path) {
+      auto& [count, busy_us] = by_name[{step.name, step.device}];
+      ++count;
+      busy_us += step.busy_us;
+    }
+    std::vector<std::vector<std::string>> rows;
+    std::vector<std::pair<double, std::size_t>> order;
+    for (const auto& [key, figures] : by_name) {
+      order.emplace_back(-figures.second, rows.size());
+      rows.push_back({key.first, key.second, std::to_string(figures.first), us(figures.second),
+                      percent(figures.second, s.span_us)});
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [negative_busy, row] : order) tables.back().rows.push_back(rows[row]);
   }
 
   tables.push_back({.id = "operations",
@@ -640,10 +663,10 @@ std::vector<FigureTable> figure_tables(const ProfileSummary& s) {
     tables.back().rows.push_back({g.track, us(g.length_us), us(g.start_us), g.before, g.after});
   }
 
-  tables.push_back(
-      {.id = "memory",
-       .title = "Memory while recording",
-       .columns = {"device", "blocks out", "blocks back", "peak bytes", "bytes at the end"}});
+  tables.push_back({.id = "memory",
+                    .title = "Memory while recording",
+                    .columns = {"device", "blocks out", "blocks back", "highest net bytes",
+                                "net bytes at the end"}});
   for (const MemoryFigures& m : s.memory) {
     tables.back().rows.push_back({m.device, std::to_string(m.allocations),
                                   std::to_string(m.releases), std::to_string(m.peak_bytes),

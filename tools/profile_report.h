@@ -24,9 +24,8 @@
 //   operation's ending when its closure returned) and the start of the
 //   next; the longest overall. Copies overlap the busy intervals, counted
 //   the same way, of the other operations.
-// - The critical path: from the operation that ends last, back through the
-//   operation it read from that ended last, until one reads from nothing
-//   recorded. Its length is the sum of the busy times along it.
+// - The critical path: Note [The critical path] (tools/profile_critical_path.h).
+//   Its length is the sum of the busy times along it.
 // - Figures are shown as tables (figure_tables), the same cells in the text
 //   report and in the page: one code path, one rounding.
 // - Memory: per device, the blocks handed out and given back while
@@ -53,6 +52,7 @@
 #include <vector>
 
 #include "engine/profiler.h"
+#include "tools/profile_critical_path.h"
 
 namespace tagflow::tools {
 
@@ -137,15 +137,6 @@ struct TimeBreakdown {
   double idle_ready_us = 0;           ///< ready, not yet started by a worker or stream
 };
 
-/// One operation of the critical path.
-struct CriticalStep {
-  std::string name;
-  int process = 0;  ///< of a merged trace
-  std::uint64_t seq = 0;
-  std::string device;
-  double busy_us = 0;
-};
-
 struct ProfileSummary {
   /// Where the span starts: the earliest push or start of an operation, in
   /// the trace's nanoseconds; "at" times are from it.
@@ -160,8 +151,9 @@ struct ProfileSummary {
   std::vector<WaitStats> waits;             ///< largest total first
   std::vector<IdleGap> gaps;                ///< longest first, at most 10
   std::vector<CriticalStep> critical_path;  ///< first operation first
-  double critical_path_us = 0;
-  std::vector<MemoryFigures> memory;  ///< in device order
+  double critical_path_us = 0;              ///< busy along it
+  double critical_path_waited_us = 0;       ///< between its steps' release and start
+  std::vector<MemoryFigures> memory;        ///< in device order
 };
 
 /// The figures of Note [Profile figures].

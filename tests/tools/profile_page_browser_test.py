@@ -41,7 +41,7 @@ import time
 
 SKIP = 77
 KINDS = ["compute", "copy", "communication", "wait", "allocation"]
-FIGURES = ["devices", "breakdown", "idle", "operations", "critical-path"]
+FIGURES = ["devices", "breakdown", "idle", "operations", "critical-path", "critical-operations"]
 
 
 class Deadline:

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -125,6 +126,12 @@ TEST(ProfileReportTest, FiguresOfASyntheticTraceMatchTheHandWorkedOnes) {
   EXPECT_EQ(s.critical_path[1].name, "sum");
   EXPECT_EQ(s.critical_path[1].seq, 4u);
   EXPECT_DOUBLE_EQ(s.critical_path_us, 300);
+  // copy: pushed at 60, on its stream at 200; sum: released at 400, ran at 500.
+  EXPECT_EQ(s.critical_path[0].gate, tools::CriticalGate::kFirst);
+  EXPECT_DOUBLE_EQ(s.critical_path[0].waited_us, 140);
+  EXPECT_EQ(s.critical_path[1].gate, tools::CriticalGate::kData);
+  EXPECT_DOUBLE_EQ(s.critical_path[1].waited_us, 100);
+  EXPECT_DOUBLE_EQ(s.critical_path_waited_us, 240);
   ASSERT_EQ(s.memory.size(), 2u);
   EXPECT_EQ(s.memory[0].device, "cpu(0)");
   EXPECT_EQ(s.memory[0].allocations, 3);
@@ -279,6 +286,81 @@ TEST(ProfileReportTest, ARealRunRecordsOperatorsCopiesAndMemory) {
   EXPECT_FALSE(trace.waits.empty()) << "asscalar waited";
 }
 
+/// a  cpu(0) worker 0  [0, 100]    pushed 0
+/// b  cpu(0) worker 0  [100, 250]  pushed 10, reads nothing: waits for a
+/// host thread 0: wait_to_read for b [20, 260]
+/// c  cpu(1) worker 0  [300, 400]  pushed 280 after the wait, reads b
+/// d  cpu(1) worker 0  [400, 450]  pushed 290, reads a: waits for c
+/// e  cpu(0) worker 0  [260, 270]  pushed 255, reads nothing: off the path
+profiler::Trace gated_trace() {
+  profiler::Trace t;
+  const auto op = [&](const char* name, int device, std::uint64_t seq, std::int64_t pushed,
+                      std::int64_t begin, std::int64_t end) {
+    t.ops.push_back({.name = name,
+                     .ctx = cpu(device),
+                     .seq = seq,
+                     .pushed_ns = pushed * us,
+                     .ready_ns = pushed * us,
+                     .started_ns = begin * us,
+                     .ended_ns = end * us});
+  };
+  op("a", 0, 1, 0, 0, 100);
+  op("b", 0, 2, 10, 100, 250);
+  op("e", 0, 5, 255, 260, 270);
+  op("c", 1, 3, 280, 300, 400);
+  op("d", 1, 4, 290, 400, 450);
+  t.flows = {{2, 3}, {1, 4}};
+  t.waits.push_back({.what = "wait_to_read",
+                     .waited_for = "b",
+                     .waited_for_seq = 2,
+                     .started_ns = 20 * us,
+                     .ended_ns = 260 * us});
+  return t;
+}
+
+TEST(ProfileReportTest, TheCriticalPathFollowsDataTracksAndHostWaits) {
+  const tools::ProfileSummary s =
+      tools::summarize(tools::parse_chrome_trace(profiler::to_chrome_trace(gated_trace())));
+  // d: released by c on its worker (400), not by a (100) or its push (290).
+  // c: pushed at 280, after b's result (250), when the wait for b ended (260).
+  // b: released by a on its worker (100), pushed long before.
+  // a: its push.
+  const std::vector<std::tuple<std::string, tools::CriticalGate, double, double>> expected = {
+      {"a", tools::CriticalGate::kFirst, 100, 0},
+      {"b", tools::CriticalGate::kTrack, 150, 0},
+      {"c", tools::CriticalGate::kHostWait, 100, 40},
+      {"d", tools::CriticalGate::kTrack, 50, 0}};
+  ASSERT_EQ(s.critical_path.size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const auto& [name, gate, busy_us, waited_us] = expected[i];
+    EXPECT_EQ(s.critical_path[i].name, name) << i;
+    EXPECT_EQ(s.critical_path[i].gate, gate) << name;
+    EXPECT_DOUBLE_EQ(s.critical_path[i].busy_us, busy_us) << name;
+    EXPECT_DOUBLE_EQ(s.critical_path[i].waited_us, waited_us) << name;
+  }
+  EXPECT_DOUBLE_EQ(s.critical_path_us, 400);
+  EXPECT_DOUBLE_EQ(s.critical_path_waited_us, 40);
+
+  // Two stretches: a, b on cpu(0)'s worker, then c, d on cpu(1)'s after the wait.
+  const std::vector<tools::CriticalStretch> stretches = tools::critical_stretches(s.critical_path);
+  ASSERT_EQ(stretches.size(), 2u);
+  EXPECT_EQ(stretches[0].first, 0u);
+  EXPECT_EQ(stretches[0].count, 2u);
+  EXPECT_EQ(stretches[1].first, 2u);
+  EXPECT_EQ(stretches[1].count, 2u);
+  const std::string text = tools::format_summary(s);
+  EXPECT_NE(text.find("2  cpu(0) worker 0  a #1  b #2    0.0    250.0  55.6%        0.0  its push"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("2  cpu(1) worker 0  c #3  d #4  300.0    150.0  33.3%       40.0  a host "
+                      "wait for b #2"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("4 operations, 400.0 us busy (88.9% of the span), 40.0 us between them"),
+            std::string::npos)
+      << text;
+}
+
 /// The JSON data block of a profile page.
 nlohmann::json page_data(const std::string& page) {
   const std::string open = "<script type=\"application/json\" id=\"tagflow-data\">";
@@ -403,10 +485,11 @@ TEST(ProfileReportTest, ThePageShowsTheSameFiguresAsTheText) {
     }
   }
   EXPECT_GE(rows, 20u) << "every table has rows for this trace";
-  EXPECT_NE(text.find("Critical path\n"), std::string::npos) << text;
-  EXPECT_NE(page.find("<tr data-op=\"2\"><td>1</td><td class=\"text\">copy</td><td>3</td>"),
+  EXPECT_NE(text.find("Critical path, by stretch of one track\n"), std::string::npos) << text;
+  EXPECT_NE(page.find("<tr data-op=\"2\"><td>1</td><td class=\"text\">gpu(0) copy stream</td>"
+                      "<td class=\"text\">copy #3</td>"),
             std::string::npos)
-      << "a critical path row names its operation's index";
+      << "a critical path stretch's row names its first operation's index";
 }
 
 TEST(ProfileReportTest, NamesCannotBreakThePage) {
