@@ -25,6 +25,12 @@
 
 namespace tagflow::detail::onednn {
 
+std::int64_t weight_gradient_channels_per_call(const ConvGeometry& g) {
+  if (g.groups != 1 || g.out_h * g.out_w > 64 || g.out_channels < 128) return 0;
+  if (g.kernel_h * g.kernel_w > 1) return 64;
+  return (g.out_channels / 2 + 15) / 16 * 16;
+}
+
 namespace {
 
 using dnnl::memory;
@@ -81,29 +87,40 @@ class SharedInput {
   const void* data_;
 };
 
-/// The bytes a thread needs to run `plan`: copies of the inputs not shared
-/// and of the outputs, where their layouts differ, and a scratchpad.
-std::size_t working_bytes(const Plan& plan, std::size_t shared_inputs) {
+/// Input i of a plan, as a bit of a set of inputs.
+constexpr std::uint32_t input_bit(std::size_t i) { return std::uint32_t{1} << i; }
+
+/// The last `count` of a plan's `inputs` inputs, as a set.
+constexpr std::uint32_t last_inputs(std::size_t inputs, std::size_t count) {
+  std::uint32_t set = 0;
+  for (std::size_t i = inputs - count; i < inputs; ++i) set |= input_bit(i);
+  return set;
+}
+
+/// The bytes a thread needs to run `plan`: copies of the inputs not in
+/// `prepared` (a set of input_bit) and of the outputs, where their layouts
+/// differ, and a scratchpad.
+std::size_t working_bytes(const Plan& plan, std::uint32_t prepared) {
   std::size_t bytes = plan.scratchpad_bytes();
   for (const Operand& op : plan.outputs) bytes += op.copy_bytes();
-  for (std::size_t i = 0; i + shared_inputs < plan.inputs.size(); ++i) {
-    bytes += plan.inputs[i].copy_bytes();
+  for (std::size_t i = 0; i < plan.inputs.size(); ++i) {
+    if ((prepared & input_bit(i)) == 0) bytes += plan.inputs[i].copy_bytes();
   }
   return bytes;
 }
 
 /// Runs `plan` once on this thread. `inputs[i]` is plan.inputs[i]: plain
-/// data, or for the last `shared` inputs data already in the wanted layout;
-/// `outputs[i]`, plain, is plan.outputs[i]. `work` has
-/// working_bytes(plan, shared) bytes.
-void run(const Plan& plan, const std::vector<const void*>& inputs, std::size_t shared,
+/// data, or, for the inputs in `prepared`, data already in the wanted
+/// layout; `outputs[i]`, plain, is plan.outputs[i]. `work` has
+/// working_bytes(plan, prepared) bytes.
+void run(const Plan& plan, const std::vector<const void*>& inputs, std::uint32_t prepared,
          const std::vector<void*>& outputs, std::byte* work, dnnl::stream& stream) {
   std::byte* scratchpad = work;
   std::byte* next = work + plan.scratchpad_bytes();
   std::unordered_map<int, dnnl::memory> args;
   for (std::size_t i = 0; i < plan.inputs.size(); ++i) {
     const Operand& op = plan.inputs[i];
-    if (i >= plan.inputs.size() - shared || !op.reorder) {
+    if ((prepared & input_bit(i)) != 0 || !op.reorder) {
       args.emplace(op.arg, memory_at(op.wanted, inputs[i]));
       continue;
     }
@@ -178,7 +195,9 @@ bool run_over_batch(Pass pass, const ConvGeometry& g, bool bias, bool winograd,
       last_shared.push_back(prepared.back()->data());
     }
   }
-  const std::size_t work = std::max(working_bytes(*full, shared), working_bytes(*last, shared));
+  const std::uint32_t prepared_inputs = last_inputs(full->inputs.size(), shared);
+  const std::size_t work =
+      std::max(working_bytes(*full, prepared_inputs), working_bytes(*last, prepared_inputs));
   parallel_for_range(calls.count, 1, [&](std::int64_t begin, std::int64_t end) {
     use_this_thread_only();
     dnnl::stream thread_stream(cpu_engine());
@@ -189,7 +208,7 @@ bool run_over_batch(Pass pass, const ConvGeometry& g, bool bias, bool winograd,
       std::vector<const void*> inputs{chunked + first * chunk_in};
       const std::vector<const void*>& with = is_last ? last_shared : full_shared;
       inputs.insert(inputs.end(), with.begin(), with.end());
-      run(is_last ? *last : *full, inputs, shared, {out + first * chunk_out},
+      run(is_last ? *last : *full, inputs, prepared_inputs, {out + first * chunk_out},
           static_cast<std::byte*>(scratch.data()), thread_stream);
     }
   });
@@ -226,9 +245,67 @@ bool run_backward_data(const ConvGeometry& g, const float* w, const float* dy, f
   });
 }
 
+/// The weight gradient with the output channels in slices of `per`
+/// (weight_gradient_channels_per_call), each call over the whole batch: no
+/// partial sums. Each call copies its slice of `dy` into dense memory; the
+/// source is reordered once for all of them.
+bool run_backward_weight_by_channels(const ConvGeometry& g, const float* x, const float* dy,
+                                     float* dw, float* db, Context ctx, bool winograd,
+                                     std::int64_t per) {
+  const bool bias = db != nullptr;
+  const std::int64_t count = (g.out_channels + per - 1) / per;
+  const std::int64_t last_channels = g.out_channels - (count - 1) * per;
+  ConvGeometry full_g = g, last_g = g;
+  full_g.out_channels = per;
+  last_g.out_channels = last_channels;
+  const std::shared_ptr<const Plan> full =
+      choose_plan(Pass::kBackwardWeight, full_g, g.batch, bias, winograd);
+  const std::shared_ptr<const Plan> last =
+      last_channels == per ? full
+                           : choose_plan(Pass::kBackwardWeight, last_g, g.batch, bias, winograd);
+  if (full == nullptr || last == nullptr) return false;
+  // The source, whole in every call, in the layout each plan wants (usually one copy).
+  use_this_thread_only();
+  dnnl::stream here(cpu_engine());
+  const SharedInput full_x(full->inputs[0], x, ctx, here);
+  std::optional<SharedInput> last_x;
+  if (last->inputs[0].wanted != full->inputs[0].wanted)
+    last_x.emplace(last->inputs[0], x, ctx, here);
+  const std::int64_t plane = g.out_h * g.out_w;
+  const std::size_t slice_bytes = aligned(static_cast<std::size_t>(g.batch * per * plane) * 4);
+  const std::uint32_t prepared = input_bit(0);
+  const std::size_t work =
+      slice_bytes + std::max(working_bytes(*full, prepared), working_bytes(*last, prepared));
+  parallel_for_range(count, 1, [&](std::int64_t begin, std::int64_t end) {
+    use_this_thread_only();
+    dnnl::stream stream(cpu_engine());
+    const CpuScratch scratch(ctx, work);
+    auto* slice = static_cast<float*>(scratch.data());
+    for (std::int64_t call = begin; call < end; ++call) {
+      const std::int64_t first = call * per;
+      const std::int64_t channels = call == count - 1 ? last_channels : per;
+      for (std::int64_t n = 0; n < g.batch; ++n) {
+        std::copy_n(dy + (n * g.out_channels + first) * plane, channels * plane,
+                    slice + n * channels * plane);
+      }
+      std::vector<void*> outputs{dw + first * g.col_rows()};
+      if (bias) outputs.push_back(db + first);
+      const bool is_last = call == count - 1;
+      run(is_last ? *last : *full, {(is_last && last_x ? *last_x : full_x).data(), slice}, prepared,
+          outputs, static_cast<std::byte*>(scratch.data()) + slice_bytes, stream);
+    }
+  });
+  return true;
+}
+
 bool run_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw,
                          float* db, Context ctx, bool winograd) {
   if (g.batch == 0) return false;
+  if (const std::int64_t per = weight_gradient_channels_per_call(g); per > 0) {
+    return reporting("weight gradient", [&] {
+      return run_backward_weight_by_channels(g, x, dy, dw, db, ctx, winograd, per);
+    });
+  }
   return reporting("weight gradient", [&] {
     const bool bias = db != nullptr;
     const std::int64_t weights = g.weight_size();

@@ -6,6 +6,8 @@
 // is faster (less accurate than the direct one: see conv_cpu.cc). Internal
 // to ops/.
 
+#include <cstdint>
+
 #include "engine/context.h"
 #include "ops/kernels/conv_kernels.h"
 
@@ -17,6 +19,14 @@ bool conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const
 /// As cpu_kernels::conv2d_backward_data.
 bool conv2d_backward_data(const ConvGeometry& g, const float* w, const float* dy, float* dx,
                           Context ctx, bool winograd);
+/// How the weight gradient cuts its work: 0 to cut the batch into chunks
+/// whose partial sums are added in order, else the output channels per
+/// call, each call over the whole batch. Layers of small outputs (8x8 or
+/// less) and many channels (128 or more) are cut by channel: their weights
+/// outweigh their outputs, and the chunks' partial sums would cost more
+/// memory traffic than the kernels (Note [Convolution on the CPU]). A
+/// function of the geometry only, so a result never depends on the threads.
+std::int64_t weight_gradient_channels_per_call(const ConvGeometry& g);
 /// As cpu_kernels::conv2d_backward_weight.
 bool conv2d_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw,
                             float* db, Context ctx, bool winograd);

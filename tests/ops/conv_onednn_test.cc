@@ -9,10 +9,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <tbb/global_control.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "ops/kernels/conv_kernels.h"
@@ -144,6 +146,67 @@ TEST(ConvOneDnnTest, OneDnnRunsEveryPassOfTheNetworksLayersWithinTheFloat32Bound
   };
   std::uint32_t seed = 700;
   for (const ConvCase& c : cases) (void)check_onednn_passes(c, false, "jit", 0, seed += 10);
+}
+
+TEST(ConvOneDnnTest, TheWeightGradientOfSmallOutputsIsCutByChannelsWithinTheFloat32Bound) {
+  // Layers of 8x8 outputs or less and 128 channels or more: each call takes
+  // a slice of the output channels over the whole batch (the last slice
+  // shorter here), and writes its part of the gradient and the bias's.
+  const std::vector<ConvCase> cases = {
+      {"3x3 pad 1 on 4x4, 144 channels", {5, 16, 4, 4}, {144, 16, 3, 3}, {.padding = {1, 1}}},
+      {"3x3 stride 2 to 4x4, 128 channels",
+       {3, 24, 7, 7},
+       {128, 24, 3, 3},
+       {.stride = {2, 2}, .padding = {1, 1}}},
+      {"1x1 stride 2 to 4x4, 160 channels (the shortcut)",
+       {4, 32, 7, 7},
+       {160, 32, 1, 1},
+       {.stride = {2, 2}}},
+  };
+  const std::vector<std::int64_t> per_call = {64, 64, 80};
+  std::uint32_t seed = 800;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    EXPECT_EQ(detail::onednn::weight_gradient_channels_per_call(geometry_of(cases[i])), per_call[i])
+        << cases[i].name;
+    (void)check_onednn_passes(cases[i], false, "jit", 0, seed += 10);
+  }
+  // Not cut by channels: larger outputs, or fewer channels.
+  const ConvCase larger = {"", {1, 16, 9, 9}, {128, 16, 3, 3}, {.padding = {1, 1}}};
+  const ConvCase fewer = {"", {1, 16, 4, 4}, {112, 16, 3, 3}, {.padding = {1, 1}}};
+  EXPECT_EQ(detail::onednn::weight_gradient_channels_per_call(geometry_of(larger)), 0);
+  EXPECT_EQ(detail::onednn::weight_gradient_channels_per_call(geometry_of(fewer)), 0);
+}
+
+TEST(ConvOneDnnTest, TheWeightGradientHasTheSameBitsOnOneThreadAsOnAll) {
+  // Cut by channels and by chunks of the batch: the cuts follow the
+  // geometry, not the threads.
+  const std::vector<ConvCase> cases = {
+      {"by channels", {6, 16, 4, 4}, {144, 16, 3, 3}, {.padding = {1, 1}}},
+      {"by chunks", {37, 16, 6, 6}, {9, 16, 3, 3}, {.padding = {1, 1}}},
+  };
+  for (const ConvCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const detail::ConvGeometry g = geometry_of(c);
+    const Shape ys = output_shape(c.x, c.w, c.options);
+    const std::vector<float> x = random_floats(static_cast<std::size_t>(c.x.size()), -1, 1, 31);
+    const std::vector<float> dy = random_floats(static_cast<std::size_t>(ys.size()), -1, 1, 32);
+    const auto gradient = [&] {
+      std::vector<float> dw(static_cast<std::size_t>(c.w.size())),
+          db(static_cast<std::size_t>(c.w[0]));
+      EXPECT_TRUE(detail::onednn::conv2d_backward_weight(g, x.data(), dy.data(), dw.data(),
+                                                         db.data(), cpu(0), false));
+      dw.insert(dw.end(), db.begin(), db.end());
+      return dw;
+    };
+    const std::vector<float> all = gradient();
+    std::vector<float> one;
+    {
+      const tbb::global_control single(tbb::global_control::max_allowed_parallelism, 1);
+      one = gradient();
+    }
+    ASSERT_EQ(all.size(), one.size());
+    EXPECT_EQ(std::memcmp(all.data(), one.data(), all.size() * sizeof(float)), 0);
+  }
 }
 
 TEST(ConvOneDnnTest, TheCpuKernelLibrariesNameOneDnnAndItsVersion) {
