@@ -33,11 +33,13 @@ template NDArray array<float>(std::span<const float>, Shape, Context);
 template NDArray array<std::int32_t>(std::span<const std::int32_t>, Shape, Context);
 template NDArray array<std::int64_t>(std::span<const std::int64_t>, Shape, Context);
 template NDArray array<std::uint8_t>(std::span<const std::uint8_t>, Shape, Context);
+template NDArray array<Half>(std::span<const Half>, Shape, Context);
+template NDArray array<BFloat16>(std::span<const BFloat16>, Shape, Context);
 
 NDArray empty(Shape shape, DType dtype, Context ctx) { return NDArray(shape, dtype, ctx); }
 
 void fill(const NDArray& out, double value) {
-  detail::check_defined("fill", out, 1);
+  detail::check_defined_any_dtype("fill", out, 1);
   detail::check_scalar_fits("fill", value, out.dtype());
   const DType dtype = out.dtype();
   void* data = out.raw_data();
@@ -60,12 +62,12 @@ NDArray zeros(Shape shape, DType dtype, Context ctx) { return full(shape, 0, dty
 NDArray ones(Shape shape, DType dtype, Context ctx) { return full(shape, 1, dtype, ctx); }
 
 NDArray zeros_like(const NDArray& like) {
-  detail::check_defined("zeros_like", like, 1);
+  detail::check_defined_any_dtype("zeros_like", like, 1);
   return zeros(like.shape(), like.dtype(), like.context());
 }
 
 NDArray ones_like(const NDArray& like) {
-  detail::check_defined("ones_like", like, 1);
+  detail::check_defined_any_dtype("ones_like", like, 1);
   return ones(like.shape(), like.dtype(), like.context());
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// DType: the element type of an array. float32 for computation; int32,
-// int64 and uint8 for labels and raw data.
+// DType: the element type of an array. float32 for computation; float16
+// and bfloat16 (ops/half.h) for storage and mixed precision; int32, int64
+// and uint8 for labels and raw data.
 
 #include <cstdint>
 #include <string_view>
@@ -8,11 +9,20 @@
 
 #include <cstddef>
 
+#include "ops/half.h"
+
 namespace tagflow {
 
-enum class DType : std::uint8_t { kFloat32 = 0, kInt32 = 1, kInt64 = 2, kUInt8 = 3 };
+enum class DType : std::uint8_t {
+  kFloat32 = 0,
+  kInt32 = 1,
+  kInt64 = 2,
+  kUInt8 = 3,
+  kFloat16 = 4,
+  kBFloat16 = 5,
+};
 
-/// "float32", "int32", "int64", "uint8".
+/// "float32", "int32", "int64", "uint8", "float16", "bfloat16".
 constexpr std::string_view dtype_name(DType t) {
   switch (t) {
     case DType::kFloat32:
@@ -23,6 +33,10 @@ constexpr std::string_view dtype_name(DType t) {
       return "int64";
     case DType::kUInt8:
       return "uint8";
+    case DType::kFloat16:
+      return "float16";
+    case DType::kBFloat16:
+      return "bfloat16";
   }
   return "unknown";
 }
@@ -38,9 +52,17 @@ constexpr std::size_t dtype_size(DType t) {
       return 8;
     case DType::kUInt8:
       return 1;
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      return 2;
   }
   return 0;
 }
+
+/// True for float16 and bfloat16.
+constexpr bool is_half(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
+/// True for float32, float16 and bfloat16.
+constexpr bool is_floating(DType t) { return t == DType::kFloat32 || is_half(t); }
 
 /// The DType of a C++ element type: `dtype_of<float>` is DType::kFloat32.
 template <typename T>
@@ -51,34 +73,79 @@ inline constexpr DType dtype_of = [] {
     return DType::kInt32;
   } else if constexpr (std::is_same_v<T, std::int64_t>) {
     return DType::kInt64;
+  } else if constexpr (std::is_same_v<T, Half>) {
+    return DType::kFloat16;
+  } else if constexpr (std::is_same_v<T, BFloat16>) {
+    return DType::kBFloat16;
   } else {
     static_assert(std::is_same_v<T, std::uint8_t>,
-                  "array elements are float, int32_t, int64_t or uint8_t");
+                  "array elements are float, Half, BFloat16, int32_t, int64_t or uint8_t");
     return DType::kUInt8;
   }
 }();
 
 }  // namespace tagflow
 
-/// Runs `...` with `T` bound to the C++ type of `dtype`:
+namespace tagflow::detail {
+/// Throws tagflow::Error: `what` has no kernel for `dtype` (a half type
+/// reaching a kernel of TAGFLOW_DTYPE_SWITCH, which operators refuse first).
+[[noreturn]] void throw_dtype_unsupported(const char* what, DType dtype);
+}  // namespace tagflow::detail
+
+/// Runs `...` with `T` bound to the C++ type of `dtype`, one of the types
+/// arithmetic kernels compute in (float, int32, int64, uint8); a half type
+/// throws (operators convert or refuse those before their kernels run):
 ///
 ///   TAGFLOW_DTYPE_SWITCH(a.dtype(), T, { fill<T>(a, value); });
-#define TAGFLOW_DTYPE_SWITCH(dtype, T, ...) \
-  switch (dtype) {                          \
-    case ::tagflow::DType::kFloat32: {      \
-      using T = float;                      \
-      __VA_ARGS__;                          \
-    } break;                                \
-    case ::tagflow::DType::kInt32: {        \
-      using T = std::int32_t;               \
-      __VA_ARGS__;                          \
-    } break;                                \
-    case ::tagflow::DType::kInt64: {        \
-      using T = std::int64_t;               \
-      __VA_ARGS__;                          \
-    } break;                                \
-    case ::tagflow::DType::kUInt8: {        \
-      using T = std::uint8_t;               \
-      __VA_ARGS__;                          \
-    } break;                                \
+#define TAGFLOW_DTYPE_SWITCH(dtype, T, ...)                        \
+  switch (dtype) {                                                 \
+    case ::tagflow::DType::kFloat32: {                             \
+      using T = float;                                             \
+      __VA_ARGS__;                                                 \
+    } break;                                                       \
+    case ::tagflow::DType::kInt32: {                               \
+      using T = std::int32_t;                                      \
+      __VA_ARGS__;                                                 \
+    } break;                                                       \
+    case ::tagflow::DType::kInt64: {                               \
+      using T = std::int64_t;                                      \
+      __VA_ARGS__;                                                 \
+    } break;                                                       \
+    case ::tagflow::DType::kUInt8: {                               \
+      using T = std::uint8_t;                                      \
+      __VA_ARGS__;                                                 \
+    } break;                                                       \
+    case ::tagflow::DType::kFloat16:                               \
+    case ::tagflow::DType::kBFloat16:                              \
+      ::tagflow::detail::throw_dtype_unsupported(__func__, dtype); \
+  }
+
+/// TAGFLOW_DTYPE_SWITCH over every dtype, Half and BFloat16 included: for
+/// kernels that only move or convert elements (convert_element in half.h).
+#define TAGFLOW_ANY_DTYPE_SWITCH(dtype, T, ...) \
+  switch (dtype) {                              \
+    case ::tagflow::DType::kFloat32: {          \
+      using T = float;                          \
+      __VA_ARGS__;                              \
+    } break;                                    \
+    case ::tagflow::DType::kInt32: {            \
+      using T = std::int32_t;                   \
+      __VA_ARGS__;                              \
+    } break;                                    \
+    case ::tagflow::DType::kInt64: {            \
+      using T = std::int64_t;                   \
+      __VA_ARGS__;                              \
+    } break;                                    \
+    case ::tagflow::DType::kUInt8: {            \
+      using T = std::uint8_t;                   \
+      __VA_ARGS__;                              \
+    } break;                                    \
+    case ::tagflow::DType::kFloat16: {          \
+      using T = ::tagflow::Half;                \
+      __VA_ARGS__;                              \
+    } break;                                    \
+    case ::tagflow::DType::kBFloat16: {         \
+      using T = ::tagflow::BFloat16;            \
+      __VA_ARGS__;                              \
+    } break;                                    \
   }

@@ -106,9 +106,9 @@ std::vector<T> NDArray::to_vector() const {
   const NDArray host = on_host();
   host.wait_to_read();
   std::vector<T> values(static_cast<std::size_t>(size()));
-  TAGFLOW_DTYPE_SWITCH(dtype_, Stored, {
+  TAGFLOW_ANY_DTYPE_SWITCH(dtype_, Stored, {
     const Stored* src = host.data<Stored>();
-    for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<T>(src[i]);
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = convert_element<T>(src[i]);
   });
   return values;
 }
@@ -126,17 +126,23 @@ template std::vector<double> NDArray::to_vector<double>() const;
 template std::vector<std::int32_t> NDArray::to_vector<std::int32_t>() const;
 template std::vector<std::int64_t> NDArray::to_vector<std::int64_t>() const;
 template std::vector<std::uint8_t> NDArray::to_vector<std::uint8_t>() const;
+template std::vector<Half> NDArray::to_vector<Half>() const;
+template std::vector<BFloat16> NDArray::to_vector<BFloat16>() const;
 template float NDArray::asscalar<float>() const;
 template double NDArray::asscalar<double>() const;
 template std::int32_t NDArray::asscalar<std::int32_t>() const;
 template std::int64_t NDArray::asscalar<std::int64_t>() const;
 template std::uint8_t NDArray::asscalar<std::uint8_t>() const;
+template Half NDArray::asscalar<Half>() const;
+template BFloat16 NDArray::asscalar<BFloat16>() const;
 
 std::string NDArray::str() const {
   check_defined("str");
   std::string values;
-  if (dtype_ == DType::kFloat32) {
-    values = detail::format_array(to_vector<float>(), shape_.dims());
+  if (is_floating(dtype_)) {  // bfloat16 as its float values
+    values = detail::format_array(
+        to_vector<float>(), shape_.dims(),
+        dtype_ == DType::kFloat16 ? detail::FloatWidth::kFloat16 : detail::FloatWidth::kFloat32);
   } else {
     values = detail::format_array(to_vector<std::int64_t>(), shape_.dims());
   }

@@ -98,7 +98,10 @@ class NDArray {
   void wait_to_read() const;
   /// Blocks until every pending read and write has completed.
   void wait_to_write() const;
-  /// The values, in row-major order, copied to the host (waits).
+  /// The values, in row-major order, copied to the host (waits) and
+  /// converted to `T` (float, double, int32_t, int64_t, uint8_t, Half or
+  /// BFloat16): a float16 or bfloat16 element through its exact float, an
+  /// element to Half or BFloat16 rounded to nearest even.
   template <typename T>
   std::vector<T> to_vector() const;
   /// The value of a one-element array (waits).
@@ -118,7 +121,10 @@ class NDArray {
   /// (+-inf included: -1.5f gives uint8 0, 300.f gives 255) and gives 0 for
   /// NaN; an integer to a narrower one wraps around as NumPy's astype does
   /// (int32 -1 gives uint8 255); an integer to float32 rounds to the
-  /// nearest. Gradients pass through a float32 copy only.
+  /// nearest; anything to float16 or bfloat16 rounds to nearest even, NaN
+  /// and infinities kept, and they convert as their exact float (Note
+  /// [Rounding to 16 bits] in half.h). Gradients pass through a float32
+  /// copy only.
   NDArray astype(DType dtype) const;
 
   // --- views: share the memory and the variable --------------------------------

@@ -48,10 +48,32 @@ class GlobalGenerator {
   std::uint64_t next_call_ = 0;
 };
 
-/// Checks the arguments of uniform and works out its float32 bounds.
+/// The element of `dtype` (float16 or bfloat16) next above `value`, one of
+/// them; both encodings order like sign and magnitude.
+float next_up(float value, DType dtype) {
+  const std::uint16_t bits = dtype == DType::kFloat16 ? Half(value).bits : BFloat16(value).bits;
+  std::uint16_t next = 0;
+  if (bits == 0x8000u) {
+    next = 1;  // -0 to the smallest positive subnormal
+  } else {
+    next = static_cast<std::uint16_t>((bits & 0x8000u) != 0 ? bits - 1 : bits + 1);
+  }
+  return dtype == DType::kFloat16 ? static_cast<float>(Half::from_bits(next))
+                                  : static_cast<float>(BFloat16::from_bits(next));
+}
+
+/// `value` rounded to `dtype`'s nearest element, as a float.
+float rounded(float value, DType dtype) {
+  if (dtype == DType::kFloat16) return static_cast<float>(Half(value));
+  if (dtype == DType::kBFloat16) return static_cast<float>(BFloat16(value));
+  return value;
+}
+
+/// Checks the arguments of uniform and works out its bounds: the values of
+/// `dtype` in [low, high), as floats.
 UniformParams uniform_params(double low, double high, DType dtype) {
-  TAGFLOW_CHECK(dtype == DType::kFloat32, "{}: expected dtype float32, got {}", kUniform,
-                dtype_name(dtype));
+  TAGFLOW_CHECK(is_floating(dtype), "{}: expected dtype float32, float16 or bfloat16, got {}",
+                kUniform, dtype_name(dtype));
   TAGFLOW_CHECK(
       std::isfinite(low) && std::isfinite(high) && low < high && std::isfinite(high - low),
       "{}: expected finite low < high, got low {} and high {}", kUniform, low, high);
@@ -61,13 +83,24 @@ UniformParams uniform_params(double low, double high, DType dtype) {
   if (static_cast<double>(min_value) < low) min_value = std::nextafter(min_value, kInf);
   float max_value = static_cast<float>(high);
   if (static_cast<double>(max_value) >= high) max_value = std::nextafter(max_value, -kInf);
-  TAGFLOW_CHECK(min_value <= max_value,
-                "{}: [low, high) = [{}, {}) contains no float32 value; widen the interval",
-                kUniform, low, high);
+  if (is_half(dtype)) {
+    // The smallest element >= low and the largest < high: a float between
+    // them rounds to an element between them.
+    const float up = rounded(min_value, dtype);
+    min_value = static_cast<double>(up) >= low ? up : next_up(up, dtype);
+    float down = rounded(max_value, dtype);
+    while (static_cast<double>(down) >= high) down = -next_up(-down, dtype);
+    max_value = down;
+  }
+  TAGFLOW_CHECK(min_value <= max_value && std::isfinite(min_value) && std::isfinite(max_value),
+                "{}: [low, high) = [{}, {}) contains no {} value; widen the interval", kUniform,
+                low, high, dtype_name(dtype));
   return {.low = low, .scale = high - low, .min_value = min_value, .max_value = max_value};
 }
 
-NormalParams normal_params(double mean, double stddev) {
+NormalParams normal_params(double mean, double stddev, DType dtype) {
+  TAGFLOW_CHECK(is_floating(dtype), "{}: expected dtype float32, float16 or bfloat16, got {}",
+                kNormal, dtype_name(dtype));
   TAGFLOW_CHECK(std::isfinite(mean) && std::isfinite(stddev) && stddev >= 0,
                 "{}: expected a finite mean and a finite stddev >= 0, got mean {} and stddev {}",
                 kNormal, mean, stddev);
@@ -110,7 +143,7 @@ NDArray uniform(double low, double high, Shape shape, Context ctx, DType dtype) 
   const UniformParams params = uniform_params(low, high, dtype);
   NDArray out(shape, DType::kFloat32, ctx);
   push_uniform(out, GlobalGenerator::get().next_draw(), params);
-  return out;
+  return dtype == DType::kFloat32 ? out : out.astype(dtype);
 }
 
 NDArray uniform(double low, double high, Shape shape, std::uint64_t seed_value, Context ctx,
@@ -118,21 +151,22 @@ NDArray uniform(double low, double high, Shape shape, std::uint64_t seed_value, 
   const UniformParams params = uniform_params(low, high, dtype);
   NDArray out(shape, DType::kFloat32, ctx);
   push_uniform(out, {.seed = seed_value, .call = 0}, params);
-  return out;
+  return dtype == DType::kFloat32 ? out : out.astype(dtype);
 }
 
-NDArray normal(double mean, double stddev, Shape shape, Context ctx) {
-  const NormalParams params = normal_params(mean, stddev);
+NDArray normal(double mean, double stddev, Shape shape, Context ctx, DType dtype) {
+  const NormalParams params = normal_params(mean, stddev, dtype);
   NDArray out(shape, DType::kFloat32, ctx);
   push_normal(out, GlobalGenerator::get().next_draw(), params);
-  return out;
+  return dtype == DType::kFloat32 ? out : out.astype(dtype);
 }
 
-NDArray normal(double mean, double stddev, Shape shape, std::uint64_t seed_value, Context ctx) {
-  const NormalParams params = normal_params(mean, stddev);
+NDArray normal(double mean, double stddev, Shape shape, std::uint64_t seed_value, Context ctx,
+               DType dtype) {
+  const NormalParams params = normal_params(mean, stddev, dtype);
   NDArray out(shape, DType::kFloat32, ctx);
   push_normal(out, {.seed = seed_value, .call = 0}, params);
-  return out;
+  return dtype == DType::kFloat32 ? out : out.astype(dtype);
 }
 
 }  // namespace tagflow::random

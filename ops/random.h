@@ -36,8 +36,9 @@ namespace tagflow::random {
 void seed(std::uint64_t seed_value);
 
 /// Values uniformly distributed in [low, high): never `high`, even after
-/// rounding to float32. Needs finite low < high with a float32 value in
-/// between; `dtype` must be float32 (the only floating dtype; integers are
+/// rounding to `dtype`. Needs finite low < high with a value of `dtype` in
+/// between; `dtype` is float32, float16 or bfloat16 (a half type gets the
+/// float32 draw rounded to nearest, kept inside [low, high); integers are
 /// not drawn by this function).
 ///
 ///   NDArray u = random::uniform(0, 1, {2, 2}, gpu(1));
@@ -50,15 +51,16 @@ NDArray uniform(double low, double high, Shape shape, Context ctx = cpu(),
 NDArray uniform(double low, double high, Shape shape, std::uint64_t seed_value, Context ctx = cpu(),
                 DType dtype = DType::kFloat32);
 
-/// float32 values normally distributed with mean `mean` and standard
-/// deviation `stddev` (finite, >= 0; 0 gives `mean` everywhere), by
-/// Box-Muller in double precision.
+/// Values normally distributed with mean `mean` and standard deviation
+/// `stddev` (finite, >= 0; 0 gives `mean` everywhere), by Box-Muller in
+/// double precision, as float32 or rounded from it to float16 or bfloat16.
 ///
 ///   NDArray z = random::normal(0, 1, {4, 4}, gpu(0));
-NDArray normal(double mean, double stddev, Shape shape, Context ctx = cpu());
+NDArray normal(double mean, double stddev, Shape shape, Context ctx = cpu(),
+               DType dtype = DType::kFloat32);
 /// The same with its own key `seed_value` (call number 0); the global
 /// generator is neither read nor advanced.
 NDArray normal(double mean, double stddev, Shape shape, std::uint64_t seed_value,
-               Context ctx = cpu());
+               Context ctx = cpu(), DType dtype = DType::kFloat32);
 
 }  // namespace tagflow::random

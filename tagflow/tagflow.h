@@ -38,6 +38,7 @@
 #include "ops/device.h"
 #include "ops/dropout.h"
 #include "ops/dtype.h"
+#include "ops/half.h"
 #include "ops/elementwise.h"
 #include "ops/join.h"
 #include "ops/kernel_args.h"

@@ -77,6 +77,10 @@ ncclDataType_t nccl_type(DType dtype) {
       return ncclInt64;
     case DType::kUInt8:
       return ncclUint8;
+    case DType::kFloat16:
+      return ncclFloat16;
+    case DType::kBFloat16:
+      return ncclBfloat16;
   }
   detail::throw_error<DeviceError>("NcclAggregator: no NCCL type for dtype {}", dtype_name(dtype));
 }

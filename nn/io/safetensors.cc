@@ -51,10 +51,9 @@ struct DTypeCode {
   std::string_view code;
   int reference_rank;  ///< position in the reference's dtype enum, which its writer sorts by
 };
-constexpr DTypeCode kDTypeCodes[] = {{DType::kUInt8, "U8", 0},
-                                     {DType::kInt32, "I32", 1},
-                                     {DType::kFloat32, "F32", 2},
-                                     {DType::kInt64, "I64", 3}};
+constexpr DTypeCode kDTypeCodes[] = {{DType::kUInt8, "U8", 0},      {DType::kFloat16, "F16", 1},
+                                     {DType::kBFloat16, "BF16", 2}, {DType::kInt32, "I32", 3},
+                                     {DType::kFloat32, "F32", 4},   {DType::kInt64, "I64", 5}};
 
 const DTypeCode& dtype_code(DType dtype) {
   return *std::find_if(std::begin(kDTypeCodes), std::end(kDTypeCodes),
@@ -62,8 +61,8 @@ const DTypeCode& dtype_code(DType dtype) {
 }
 
 bool is_other_safetensors_dtype(std::string_view code) {
-  for (std::string_view other : {"BOOL", "I8", "I16", "U16", "U32", "U64", "F16", "BF16", "F64",
-                                 "F8_E5M2", "F8_E4M3", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4"}) {
+  for (std::string_view other : {"BOOL", "I8", "I16", "U16", "U32", "U64", "F64", "F8_E5M2",
+                                 "F8_E4M3", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4"}) {
     if (code == other) return true;
   }
   return false;
@@ -282,7 +281,8 @@ TensorRecord validate_entry(const Path& path, const HeaderEntry& e, std::uint64_
                                  [&](const DTypeCode& c) { return c.code == *e.dtype; });
   if (code == std::end(kDTypeCodes)) {
     fail(
-        path, "tensor '{}': expected dtype F32, I32, I64 or U8, got \"{}\"{}", e.name, *e.dtype,
+        path, "tensor '{}': expected dtype F32, F16, BF16, I32, I64 or U8, got \"{}\"{}", e.name,
+        *e.dtype,
         is_other_safetensors_dtype(*e.dtype) ? " (a safetensors dtype tagflow does not hold)" : "");
   }
   const std::vector<std::uint64_t>& dims = *e.shape;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/error.h"
+#include "ops/half.h"
 
 // The code below follows numpy/core/arrayprint.py of NumPy 1.24 with its
 // default options; the numpy function each part mirrors is named beside it.
@@ -176,6 +177,16 @@ std::string float_text(float value, std::chars_format format, std::optional<int>
   return std::string(buffer.data(), result.ptr);
 }
 
+/// True when `text` reads back as `value` in `width` (float32: the same
+/// float; float16: the same float16).
+bool reads_back(const std::string& text, float value, FloatWidth width) {
+  float parsed = 0;
+  const auto result = std::from_chars(text.data(), text.data() + text.size(), parsed);
+  if (result.ec != std::errc{}) return false;
+  if (width == FloatWidth::kFloat16) return Half(parsed).bits == Half(value).bits;
+  return parsed == value;
+}
+
 FloatDigits split_at_point(const std::string& text) {
   const std::size_t point = text.find('.');
   if (point == std::string::npos) return {text, ""};
@@ -183,10 +194,17 @@ FloatDigits split_at_point(const std::string& text) {
 }
 
 /// The mantissa of the shortest scientific text that reads back as the same
-/// float32 (numpy's 'unique' mode). A float32 needs at most 9 significant
-/// digits, so numpy's cut at kPrecision fraction digits never applies.
-FloatDigits shortest_mantissa(float value) {
-  const std::string text = float_text(value, std::chars_format::scientific);
+/// element (numpy's 'unique' mode). A float32 needs at most 9 significant
+/// digits and a float16 5, so numpy's cut at kPrecision fraction digits
+/// never applies.
+FloatDigits shortest_mantissa(float value, FloatWidth width) {
+  std::string text = float_text(value, std::chars_format::scientific);
+  if (width == FloatWidth::kFloat16) {
+    for (int digits = 0; digits <= 4; ++digits) {
+      text = float_text(value, std::chars_format::scientific, digits);
+      if (reads_back(text, value, width)) break;
+    }
+  }
   return split_at_point(text.substr(0, text.find('e')));
 }
 
@@ -195,8 +213,21 @@ FloatDigits shortest_mantissa(float value) {
 /// stays exact where the shortest digits would give 74413170.), then the
 /// shortest fraction that reads back as the same float32, correctly rounded to
 /// kPrecision digits when longer and without trailing zeros. std::to_chars'
-/// shortest fixed form is exactly the first two.
-FloatDigits positional_digits(float value) {
+/// shortest fixed form is exactly the first two for a float32; a float16's
+/// fraction is the fewest correctly rounded digits that read back as it.
+FloatDigits positional_digits(float value, FloatWidth width) {
+  if (width == FloatWidth::kFloat16) {
+    std::string text;
+    for (int digits = 0; digits <= static_cast<int>(kPrecision); ++digits) {
+      text = float_text(value, std::chars_format::fixed, digits);
+      if (reads_back(text, value, width)) break;
+    }
+    if (const std::size_t point = text.find('.'); point != std::string::npos) {
+      text.erase(text.find_last_not_of('0') + 1);
+      if (text.back() == '.') text.pop_back();
+    }
+    return split_at_point(text);
+  }
   std::string text = float_text(value, std::chars_format::fixed);
   const std::size_t point = text.find('.');
   if (point != std::string::npos && text.size() - point - 1 > kPrecision) {
@@ -212,7 +243,8 @@ FloatDigits positional_digits(float value) {
 /// floats 1e8 and 1e-4 in double but divides them in float32, and so do we:
 /// [1e-4, 1e-2] is scientific since float32(1e-4) < 1e-4, and [6.36998, 6369.98]
 /// is positional since their float32 quotient rounds to exactly 1000.
-bool uses_scientific(const std::vector<float>& finite_values) {
+/// A float16's quotient is rounded to float16, as numpy divides float16s.
+bool uses_scientific(const std::vector<float>& finite_values, FloatWidth width) {
   float largest = 0;
   float smallest = std::numeric_limits<float>::infinity();
   for (float value : finite_values) {
@@ -221,7 +253,8 @@ bool uses_scientific(const std::vector<float>& finite_values) {
     smallest = std::min(smallest, std::fabs(value));
   }
   if (largest == 0) return false;
-  const float ratio = largest / smallest;  // float32 division, may overflow to inf
+  float ratio = largest / smallest;  // float32 division, may overflow to inf
+  if (width == FloatWidth::kFloat16) ratio = static_cast<float>(Half(ratio));
   return static_cast<double>(largest) >= 1e8 || static_cast<double>(smallest) < 1e-4 ||
          ratio > 1000.0f;
 }
@@ -235,16 +268,16 @@ struct FloatLayout {
 };
 
 /// numpy's `FloatingFormat.fillFormat` for floatmode 'maxprec'.
-FloatLayout choose_float_layout(const std::vector<float>& shown) {
+FloatLayout choose_float_layout(const std::vector<float>& shown, FloatWidth width) {
   std::vector<float> finite;
   std::copy_if(shown.begin(), shown.end(), std::back_inserter(finite),
                [](float value) { return std::isfinite(value); });
   FloatLayout layout;
-  layout.scientific = uses_scientific(finite);
+  layout.scientific = uses_scientific(finite, width);
   std::size_t fraction_width = 0;
   for (float value : finite) {
     const FloatDigits digits =
-        layout.scientific ? shortest_mantissa(value) : positional_digits(value);
+        layout.scientific ? shortest_mantissa(value, width) : positional_digits(value, width);
     layout.pad_left = std::max(layout.pad_left, digits.integer.size());
     fraction_width = std::max(fraction_width, digits.fraction.size());
   }
@@ -268,7 +301,7 @@ FloatLayout choose_float_layout(const std::vector<float>& shown) {
 }
 
 /// One element in the layout (`FloatingFormat.__call__`).
-std::string format_float(float value, const FloatLayout& layout) {
+std::string format_float(float value, const FloatLayout& layout, FloatWidth element) {
   const std::size_t width = layout.pad_left + 1 + layout.pad_right;
   if (std::isnan(value)) return pad_to_left("nan", width);
   if (std::isinf(value)) return pad_to_left(value < 0 ? "-inf" : "inf", width);
@@ -283,7 +316,7 @@ std::string format_float(float value, const FloatLayout& layout) {
     }
     return pad_to_left(text, width);
   }
-  const FloatDigits digits = positional_digits(value);
+  const FloatDigits digits = positional_digits(value, element);
   std::string text = pad_to_left(digits.integer, layout.pad_left);
   text += '.';
   text += digits.fraction;
@@ -292,13 +325,15 @@ std::string format_float(float value, const FloatLayout& layout) {
 
 }  // namespace
 
-std::string format_array(std::span<const float> values, std::span<const std::int64_t> shape) {
+std::string format_array(std::span<const float> values, std::span<const std::int64_t> shape,
+                         FloatWidth width) {
   const ArrayShape array = describe_shape(shape, values.size());
   if (values.empty()) return "[]";
-  const FloatLayout layout = choose_float_layout(shown_values(values, array));
+  const FloatLayout layout = choose_float_layout(shown_values(values, array), width);
   return NestedPrinter(array,
                        [&](std::int64_t position) {
-                         return format_float(values[static_cast<std::size_t>(position)], layout);
+                         return format_float(values[static_cast<std::size_t>(position)], layout,
+                                             width);
                        })
       .print();
 }

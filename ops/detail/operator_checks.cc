@@ -20,9 +20,23 @@ std::string ordinal(int position) {
   return std::to_string(position) + suffix;
 }
 
-void check_defined(const char* op, const NDArray& array, int position) {
+void throw_dtype_unsupported(const char* what, DType dtype) {
+  throw_error("{}: no kernel for {} elements", what, dtype_name(dtype));
+}
+
+void check_defined_any_dtype(const char* op, const NDArray& array, int position) {
   TAGFLOW_CHECK(array.defined(), "{}: the {} argument is an empty array (default-constructed)", op,
                 ordinal(position));
+}
+
+void check_defined(const char* op, const NDArray& array, int position) {
+  check_defined_any_dtype(op, array, position);
+  TAGFLOW_CHECK(!is_half(array.dtype()),
+                "{}: the {} argument is a {} array, which this operator does not take yet "
+                "(float16 and bfloat16 arrays are made, filled, copied, converted, printed and "
+                "saved; operators compute in float32, int32, int64 and uint8). Convert it with "
+                "astype(DType::kFloat32)",
+                op, ordinal(position), dtype_name(array.dtype()));
 }
 
 void check_same_context(const char* op, std::initializer_list<const NDArray*> inputs) {
@@ -79,7 +93,7 @@ void check_float32(const char* op, const NDArray& array, int position) {
 }
 
 void check_scalar_fits(const char* op, double value, DType dtype) {
-  if (dtype == DType::kFloat32) return;
+  if (is_floating(dtype)) return;
   double low = 0;
   double high = 0;
   switch (dtype) {
@@ -95,6 +109,8 @@ void check_scalar_fits(const char* op, double value, DType dtype) {
       high = 255;
       break;
     case DType::kFloat32:
+    case DType::kFloat16:
+    case DType::kBFloat16:
       break;
   }
   TAGFLOW_CHECK(std::isfinite(value) && value == std::trunc(value) && value >= low && value <= high,

@@ -57,7 +57,7 @@ __global__ void fill_kernel(T value, T* out, std::int64_t n) {
 template <typename T>
 __global__ void arange_kernel(double start, double step, T* out, std::int64_t n) {
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
-    out[i] = static_cast<T>(start + static_cast<double>(i) * step);
+    out[i] = convert<T>(start + static_cast<double>(i) * step);
   }
 }
 
@@ -134,8 +134,8 @@ void binary_broadcast(BinaryOp op, DType dtype, const void* a, const void* b, vo
 
 void cast(DType from, DType to, const void* in, void* out, std::int64_t n, void* stream) {
   if (n == 0) return;
-  TAGFLOW_DTYPE_SWITCH(from, From, {
-    TAGFLOW_DTYPE_SWITCH(to, To, {
+  TAGFLOW_ANY_DTYPE_SWITCH(from, From, {
+    TAGFLOW_ANY_DTYPE_SWITCH(to, To, {
       cast_kernel<From, To><<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
           static_cast<const From*>(in), static_cast<To*>(out), n);
     });
@@ -145,16 +145,16 @@ void cast(DType from, DType to, const void* in, void* out, std::int64_t n, void*
 
 void fill(DType dtype, double value, void* out, std::int64_t n, void* stream) {
   if (n == 0) return;
-  TAGFLOW_DTYPE_SWITCH(dtype, T, {
+  TAGFLOW_ANY_DTYPE_SWITCH(dtype, T, {
     fill_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
-        static_cast<T>(value), static_cast<T*>(out), n);
+        convert<T>(value), static_cast<T*>(out), n);
   });
   check_launch("fill kernel");
 }
 
 void arange(DType dtype, double start, double step, void* out, std::int64_t n, void* stream) {
   if (n == 0) return;
-  TAGFLOW_DTYPE_SWITCH(dtype, T, {
+  TAGFLOW_ANY_DTYPE_SWITCH(dtype, T, {
     arange_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
         start, step, static_cast<T*>(out), n);
   });

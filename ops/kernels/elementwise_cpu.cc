@@ -86,8 +86,8 @@ void binary_broadcast(BinaryOp op, DType dtype, const void* a, const void* b, vo
 }
 
 void cast(DType from, DType to, const void* in, void* out, std::int64_t n) {
-  TAGFLOW_DTYPE_SWITCH(from, From, {
-    TAGFLOW_DTYPE_SWITCH(to, To, {
+  TAGFLOW_ANY_DTYPE_SWITCH(from, From, {
+    TAGFLOW_ANY_DTYPE_SWITCH(to, To, {
       const From* x = static_cast<const From*>(in);
       To* y = static_cast<To*>(out);
       parallel_for_range(n, [&](std::int64_t begin, std::int64_t end) {
@@ -98,20 +98,20 @@ void cast(DType from, DType to, const void* in, void* out, std::int64_t n) {
 }
 
 void fill(DType dtype, double value, void* out, std::int64_t n) {
-  TAGFLOW_DTYPE_SWITCH(dtype, T, {
+  TAGFLOW_ANY_DTYPE_SWITCH(dtype, T, {
     T* y = static_cast<T*>(out);
-    const T v = static_cast<T>(value);
+    const T v = convert<T>(value);
     parallel_for_range(
         n, [&](std::int64_t begin, std::int64_t end) { std::fill(y + begin, y + end, v); });
   });
 }
 
 void arange(DType dtype, double start, double step, void* out, std::int64_t n) {
-  TAGFLOW_DTYPE_SWITCH(dtype, T, {
+  TAGFLOW_ANY_DTYPE_SWITCH(dtype, T, {
     T* y = static_cast<T*>(out);
     parallel_for_range(n, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t i = begin; i < end; ++i) {
-        y[i] = static_cast<T>(start + static_cast<double>(i) * step);
+        y[i] = convert<T>(start + static_cast<double>(i) * step);
       }
     });
   });

@@ -8,6 +8,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "ops/half.h"
 #include "ops/kernels/host_device.h"
 
 namespace tagflow::detail {
@@ -185,6 +186,10 @@ TAGFLOW_HOST_DEVICE TAGFLOW_INLINE T apply_binary(T a, T b) {
 //   int32 5, int32 -1 gives uint8 255.
 // - integer to float: the nearest float (ties to even), as x86 and CUDA's
 //   default rounding give.
+// - to float16 or bfloat16: the value made a float first (exact from
+//   float32; the nearest float from an integer, as PyTorch converts), then
+//   rounded to nearest even (Note [Rounding to 16 bits] in ops/half.h).
+// - from float16 or bfloat16: the exact float, then as from float32.
 
 /// The lowest and highest values of an arithmetic type, as constants that
 /// device code may read (namespace-scope constexpr scalars).
@@ -196,7 +201,13 @@ inline constexpr T kHighest = std::numeric_limits<T>::max();
 /// `x` as a `To`, by Note [Conversions between dtypes].
 template <typename To, typename From>
 TAGFLOW_HOST_DEVICE TAGFLOW_INLINE To convert(From x) {
-  if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+  if constexpr (std::is_same_v<To, From>) {
+    return x;  // the same bits, NaN payloads included
+  } else if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>) {
+    return convert<To>(static_cast<float>(x));
+  } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
+    return To(static_cast<float>(x));
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
     constexpr From low = static_cast<From>(kLowest<To>);                       // 0 or -2^k
     constexpr From above = static_cast<From>(kHighest<To> / 2 + 1) * From(2);  // 2^k
     // Only a value strictly inside (low, above) truncates into To's range

@@ -536,7 +536,7 @@ std::vector<BadInputCase> join_and_layout_cases() {
               {"random_uniform: expected finite low < high, got low 1 and high 0"}),
       refused("uniform_of_int32",
               [](Arrays&) { return random::uniform(0, 1, {2}, cpu(), DType::kInt32); },
-              {"random_uniform: expected dtype float32, got int32"}),
+              {"random_uniform: expected dtype float32, float16 or bfloat16, got int32"}),
       refused("uniform_without_a_float_between",
               [](Arrays&) { return random::uniform(1 + 1e-12, 1 + 2e-12, {2}, std::uint64_t{3}); },
               {"random_uniform", "contains no float32 value"}),

@@ -286,7 +286,7 @@ TEST(RandomTest, BadArgumentsAreErrorsThatLeaveTheSequenceAlone) {
                "random_uniform: [low, high) = [1.0000000000000002, 1.0000000000000004) "
                "contains no float32 value; widen the interval");
   expect_error([] { (void)random::uniform(0, 1, {2}, cpu(), DType::kInt32); },
-               "random_uniform: expected dtype float32, got int32");
+               "random_uniform: expected dtype float32, float16 or bfloat16, got int32");
   expect_error([] { (void)random::normal(0, -1, {2}); },
                "random_normal: expected a finite mean and a finite stddev >= 0, got mean 0 and "
                "stddev -1");

@@ -30,6 +30,9 @@ MPI_Datatype mpi_type(DType dtype) {
       return MPI_INT64_T;
     case DType::kUInt8:
       return MPI_UINT8_T;
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      break;  // MPI has no 16-bit float type to sum
   }
   detail::throw_error("MpiCommunicator: no MPI type for dtype {}", dtype_name(dtype));
 }
@@ -54,6 +57,16 @@ void store_flag(std::byte* at, DType dtype, bool sound) {
     case DType::kUInt8:
       *at = std::byte{sound ? std::uint8_t{1} : std::uint8_t{0}};
       return;
+    case DType::kFloat16: {
+      const Half v(sound ? 1.f : 0.f);
+      std::memcpy(at, &v, sizeof v);
+      return;
+    }
+    case DType::kBFloat16: {
+      const BFloat16 v(sound ? 1.f : 0.f);
+      std::memcpy(at, &v, sizeof v);
+      return;
+    }
   }
 }
 
@@ -76,6 +89,16 @@ std::int64_t load_flag(const std::byte* at, DType dtype) {
     }
     case DType::kUInt8:
       return static_cast<std::int64_t>(*at);
+    case DType::kFloat16: {
+      Half v;
+      std::memcpy(&v, at, sizeof v);
+      return static_cast<std::int64_t>(static_cast<float>(v));
+    }
+    case DType::kBFloat16: {
+      BFloat16 v;
+      std::memcpy(&v, at, sizeof v);
+      return static_cast<std::int64_t>(static_cast<float>(v));
+    }
   }
   return 0;
 }

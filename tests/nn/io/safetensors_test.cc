@@ -103,6 +103,8 @@ NDArray random_array(Shape shape, Context ctx, std::uint32_t seed) {
   for (T& v : values) {
     if constexpr (std::is_same_v<T, float>) {
       v = std::uniform_real_distribution<float>(-1e6f, 1e6f)(rng);
+    } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      v = T::from_bits(static_cast<std::uint16_t>(rng()));  // every bit pattern, NaNs too
     } else {
       v = static_cast<T>(rng() ^ (static_cast<std::uint64_t>(rng()) << 32));  // every bit pattern
     }
@@ -112,13 +114,22 @@ NDArray random_array(Shape shape, Context ctx, std::uint32_t seed) {
 
 template <typename T>
 void expect_same_values(const NDArray& actual, const NDArray& expected, const std::string& what) {
-  EXPECT_EQ(actual.to_vector<T>(), expected.to_vector<T>()) << what;
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    const auto bits = [](const std::vector<T>& values) {
+      std::vector<std::uint16_t> out;
+      for (const T& v : values) out.push_back(v.bits);
+      return out;
+    };
+    EXPECT_EQ(bits(actual.to_vector<T>()), bits(expected.to_vector<T>())) << what;
+  } else {
+    EXPECT_EQ(actual.to_vector<T>(), expected.to_vector<T>()) << what;
+  }
 }
 
 void expect_same(const NDArray& actual, const NDArray& expected, const std::string& what) {
   ASSERT_EQ(actual.dtype(), expected.dtype()) << what;
   ASSERT_EQ(actual.shape(), expected.shape()) << what;
-  TAGFLOW_DTYPE_SWITCH(expected.dtype(), T, { expect_same_values<T>(actual, expected, what); });
+  TAGFLOW_ANY_DTYPE_SWITCH(expected.dtype(), T, { expect_same_values<T>(actual, expected, what); });
 }
 
 TEST_F(SafetensorsTest, RoundTripsEveryDtypeBetweenEveryPairOfDevices) {
@@ -131,6 +142,8 @@ TEST_F(SafetensorsTest, RoundTripsEveryDtypeBetweenEveryPairOfDevices) {
         {"labels", random_array<std::int32_t>({7}, source, 3) + 0.0},
         {"step", random_array<std::int64_t>({1}, source, 4)},
         {"pixels", random_array<std::uint8_t>({2, 1, 5}, source, 5)},
+        {"halves", random_array<Half>({3, 2}, source, 7)},
+        {"brains", random_array<BFloat16>({5}, source, 8)},
         {"eight_dims", random_array<std::int32_t>({1, 2, 1, 2, 1, 1, 2, 1}, source, 6)},
         {"empty_rows", zeros({0, 4}, DType::kFloat32, source)},
         {"empty_bytes", empty({0}, DType::kUInt8, source)},
@@ -395,9 +408,9 @@ TEST_F(SafetensorsTest, MalformedFilesGiveParameterFileError) {
       {one_tensor("\"dtype\":\"F32\",\"shape\":[2]", data8),
        "tensor 'w': missing \"data_offsets\""},
       {one_tensor("\"dtype\":\"Q7\",\"shape\":[2],\"data_offsets\":[0,8]", data8),
-       "tensor 'w': expected dtype F32, I32, I64 or U8, got \"Q7\""},
-      {one_tensor("\"dtype\":\"F16\",\"shape\":[4],\"data_offsets\":[0,8]", data8),
-       "got \"F16\" (a safetensors dtype tagflow does not hold)"},
+       "tensor 'w': expected dtype F32, F16, BF16, I32, I64 or U8, got \"Q7\""},
+      {one_tensor("\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[0,8]", data8),
+       "got \"F64\" (a safetensors dtype tagflow does not hold)"},
       {one_tensor("\"dtype\":4,\"shape\":[2],\"data_offsets\":[0,8]", data8),
        "tensor 'w': expected dtype to be a string, got the number 4"},
       {one_tensor("\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]", data8),

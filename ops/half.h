@@ -1,0 +1,165 @@
+#pragma once
+// The two 16-bit floating-point element types: Half (IEEE 754 binary16,
+// NumPy's and CUDA's float16) and BFloat16 (the upper half of a float32,
+// as TPUs, PyTorch and CUDA's __nv_bfloat16 define it). Each is stored as
+// its bits and converts to and from float:
+//
+//   Half h(0.1f);                  // 0.0999755859375, the nearest float16
+//   float f = static_cast<float>(h);
+//   BFloat16 b(3.14159f);          // 3.140625
+//
+// Note [Rounding to 16 bits]
+// float -> 16 bits rounds to nearest, ties to even, as IEEE 754's default,
+// NumPy's astype, PyTorch's .half()/.bfloat16() and CUDA's __float2half_rn
+// and __float2bfloat16_rn do. Infinities stay infinities; a NaN stays a
+// NaN (float16 keeps the sign and the top ten bits of its payload, as
+// NumPy does, forced non-zero so that it does not become an infinity;
+// bfloat16 keeps the sign and becomes the quiet NaN 0x7fc0, as PyTorch's
+// c10::BFloat16 does). float16 overflows to infinity from 65520 up (the
+// halfway point past its largest finite value, 65504); below 2^-14 it has
+// subnormals down to 2^-24, and a value at or under 2^-25 becomes zero.
+// bfloat16 has float32's exponent range, subnormals included. 16 bits ->
+// float is exact. The functions are constexpr and need nothing from the
+// library, so CUDA kernels use the same ones (TAGFLOW_HOST_DEVICE) and give
+// the same bits as the CPU (hence __builtin_bit_cast, which nvcc's device
+// code takes, where std::bit_cast is host-only).
+
+#include <cstdint>
+#include <type_traits>
+
+#ifndef TAGFLOW_HOST_DEVICE  // as ops/kernels/host_device.h defines it
+#if defined(__CUDACC__)
+#define TAGFLOW_HOST_DEVICE __host__ __device__
+#else
+#define TAGFLOW_HOST_DEVICE
+#endif
+#endif
+
+namespace tagflow {
+
+namespace half_bits {
+
+/// The float16 nearest to `value` (Note [Rounding to 16 bits]), as bits.
+TAGFLOW_HOST_DEVICE constexpr std::uint16_t from_float(float value) {
+  const std::uint32_t x = __builtin_bit_cast(std::uint32_t, value);
+  const auto sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
+  const std::uint32_t magnitude = x & 0x7fffffffu;
+  if (magnitude >= 0x7f800000u) {  // infinity or NaN
+    if (magnitude == 0x7f800000u) return sign | 0x7c00u;
+    const auto payload = static_cast<std::uint16_t>((magnitude >> 13) & 0x3ffu);
+    return sign | 0x7c00u | (payload != 0 ? payload : 0x200u);
+  }
+  if (magnitude >= 0x477ff000u) return sign | 0x7c00u;  // 65520 and up: infinity
+  if (magnitude < 0x38800000u) {                        // below 2^-14: subnormal or zero
+    const std::uint32_t exponent = magnitude >> 23;
+    // In units of float16's smallest subnormal, 2^-24, the value is the
+    // mantissa (implicit bit included) shifted right by 126 - exponent.
+    const std::uint32_t shift = 126 - exponent;
+    if (shift > 24) return sign;
+    const std::uint32_t mantissa = (magnitude & 0x7fffffu) | 0x800000u;
+    std::uint32_t result = mantissa >> shift;
+    const std::uint32_t rest = mantissa & ((1u << shift) - 1);
+    const std::uint32_t halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (result & 1u) != 0)) ++result;
+    return static_cast<std::uint16_t>(sign | result);
+  }
+  std::uint32_t result = (magnitude - 0x38000000u) >> 13;  // exponent rebiased 127 -> 15
+  const std::uint32_t rest = magnitude & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (result & 1u) != 0)) ++result;
+  return static_cast<std::uint16_t>(sign | result);
+}
+
+/// The float `bits` (a float16) stands for, exactly.
+TAGFLOW_HOST_DEVICE constexpr float to_float(std::uint16_t bits) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
+  const std::uint32_t exponent = (bits >> 10) & 0x1fu;
+  const std::uint32_t mantissa = bits & 0x3ffu;
+  if (exponent == 0x1f) return __builtin_bit_cast(float, sign | 0x7f800000u | (mantissa << 13));
+  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24, exact in a float
+    const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
+    return sign != 0 ? -magnitude : magnitude;
+  }
+  return __builtin_bit_cast(float, sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+
+}  // namespace half_bits
+
+namespace bfloat16_bits {
+
+/// The bfloat16 nearest to `value` (Note [Rounding to 16 bits]), as bits.
+TAGFLOW_HOST_DEVICE constexpr std::uint16_t from_float(float value) {
+  const std::uint32_t x = __builtin_bit_cast(std::uint32_t, value);
+  if ((x & 0x7fffffffu) > 0x7f800000u) {
+    return static_cast<std::uint16_t>(((x >> 16) & 0x8000u) | 0x7fc0u);
+  }
+  // Adding 0x7fff, plus one when the kept part is odd, rounds to nearest
+  // even; a carry out of the mantissa moves to the next exponent (to
+  // infinity past the largest finite value).
+  return static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+/// The float `bits` (a bfloat16) stands for, exactly.
+TAGFLOW_HOST_DEVICE constexpr float to_float(std::uint16_t bits) {
+  return __builtin_bit_cast(float, static_cast<std::uint32_t>(bits) << 16);
+}
+
+}  // namespace bfloat16_bits
+
+/// An IEEE 754 binary16 element (DType::kFloat16).
+struct Half {
+  std::uint16_t bits = 0;
+
+  Half() = default;
+  /// The nearest float16 (Note [Rounding to 16 bits]).
+  TAGFLOW_HOST_DEVICE constexpr explicit Half(float value) : bits(half_bits::from_float(value)) {}
+  TAGFLOW_HOST_DEVICE constexpr explicit operator float() const {
+    return half_bits::to_float(bits);
+  }
+  /// The element whose bits are `bits`.
+  TAGFLOW_HOST_DEVICE static constexpr Half from_bits(std::uint16_t bits) {
+    Half h;
+    h.bits = bits;
+    return h;
+  }
+};
+
+/// A bfloat16 element (DType::kBFloat16).
+struct BFloat16 {
+  std::uint16_t bits = 0;
+
+  BFloat16() = default;
+  /// The nearest bfloat16 (Note [Rounding to 16 bits]).
+  TAGFLOW_HOST_DEVICE constexpr explicit BFloat16(float value)
+      : bits(bfloat16_bits::from_float(value)) {}
+  TAGFLOW_HOST_DEVICE constexpr explicit operator float() const {
+    return bfloat16_bits::to_float(bits);
+  }
+  /// The element whose bits are `bits`.
+  TAGFLOW_HOST_DEVICE static constexpr BFloat16 from_bits(std::uint16_t bits) {
+    BFloat16 b;
+    b.bits = bits;
+    return b;
+  }
+};
+
+static_assert(sizeof(Half) == 2 && sizeof(BFloat16) == 2, "16-bit elements");
+
+/// `value` converted to element type `To`: to a half type by rounding a
+/// float (Note [Rounding to 16 bits]; an integer is made a float first, as
+/// PyTorch converts), from one through float, else as static_cast converts.
+template <typename To, typename From>
+TAGFLOW_HOST_DEVICE constexpr To convert_element(From value) {
+  constexpr bool to_half = std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>;
+  constexpr bool from_half = std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>;
+  if constexpr (std::is_same_v<To, From>) {
+    return value;  // the same bits, NaN payloads included
+  } else if constexpr (to_half) {
+    return To(static_cast<float>(value));
+  } else if constexpr (from_half) {
+    return static_cast<To>(static_cast<float>(value));
+  } else {
+    return static_cast<To>(value);
+  }
+}
+
+}  // namespace tagflow
