@@ -153,6 +153,12 @@ CustomOp::CustomOp(CustomOpDef def) {
                 def.num_inputs);
   TAGFLOW_CHECK(!def.dtypes.empty(),
                 "CustomOp '{}': expected at least one accepted dtype, got none", def.name);
+  for (const DType d : def.dtypes) {
+    TAGFLOW_CHECK(!is_half(d),
+                  "CustomOp '{}': expected accepted dtypes among float32, int32, int64 and "
+                  "uint8, got {} (operators do not take half arrays yet)",
+                  def.name, dtype_name(d));
+  }
   TAGFLOW_CHECK(static_cast<bool>(def.cpu),
                 "CustomOp '{}': expected a `cpu` function (it runs on CPU devices, simulated GPUs "
                 "and the host fallback), got none",

@@ -131,7 +131,8 @@ struct CustomOpDef {
 class CustomOp {
  public:
   /// Throws tagflow::Error for a definition that cannot run: an empty name,
-  /// fewer than one input, no accepted dtype, no `cpu` function.
+  /// fewer than one input, no accepted dtype, a float16 or bfloat16 one
+  /// (operators do not take those yet), no `cpu` function.
   explicit CustomOp(CustomOpDef def);
 
   /// Runs the operator on `inputs` (all on one device, of one accepted

@@ -12,17 +12,19 @@
 // float -> 16 bits rounds to nearest, ties to even, as IEEE 754's default,
 // NumPy's astype, PyTorch's .half()/.bfloat16() and CUDA's __float2half_rn
 // and __float2bfloat16_rn do. Infinities stay infinities; a NaN stays a
-// NaN (float16 keeps the sign and the top ten bits of its payload, as
-// NumPy does, forced non-zero so that it does not become an infinity;
-// bfloat16 keeps the sign and becomes the quiet NaN 0x7fc0, as PyTorch's
-// c10::BFloat16 does). float16 overflows to infinity from 65520 up (the
-// halfway point past its largest finite value, 65504); below 2^-14 it has
-// subnormals down to 2^-24, and a value at or under 2^-25 becomes zero.
-// bfloat16 has float32's exponent range, subnormals included. 16 bits ->
-// float is exact. The functions are constexpr and need nothing from the
-// library, so CUDA kernels use the same ones (TAGFLOW_HOST_DEVICE) and give
-// the same bits as the CPU (hence __builtin_bit_cast, which nvcc's device
-// code takes, where std::bit_cast is host-only).
+// NaN: float16 keeps its sign and the top ten bits of its payload, as
+// NumPy does (a payload whose top bits are all zero becomes 0x200, the
+// quiet bit, where NumPy sets the lowest); bfloat16 gives the quiet NaN
+// 0x7fc0 with the NaN's sign (PyTorch's scalar c10::BFloat16 gives 0x7fc0
+// whatever the sign, its vectorised kernels 0xffff). float16 overflows to infinity from 65520 up
+// (the halfway point past its largest finite value, 65504); below 2^-14 it has subnormals down to
+// 2^-24, and a value at or under 2^-25 becomes zero. bfloat16 has float32's exponent range,
+// subnormals included. 16 bits -> float is exact. A double (a scalar: full's value, arange's steps)
+// is first rounded to a float *to odd* (toward zero, the last bit set when anything was cut), which
+// float's 13 or more spare bits make a correct first step: the 16-bit result is the double's
+// nearest, rounded once. The functions are constexpr and need nothing from the library, so CUDA
+// kernels use the same ones (TAGFLOW_HOST_DEVICE) and give the same bits as the CPU (hence
+// __builtin_bit_cast, which nvcc's device code takes, where std::bit_cast is host-only).
 
 #include <cstdint>
 #include <type_traits>
@@ -36,6 +38,18 @@
 #endif
 
 namespace tagflow {
+
+/// `value` as a float rounded to odd (Note [Rounding to 16 bits]): exact
+/// when it is; else toward zero with the last mantissa bit set.
+TAGFLOW_HOST_DEVICE constexpr float round_to_odd(double value) {
+  const float nearest = static_cast<float>(value);
+  if (value != value || static_cast<double>(nearest) == value) return nearest;  // NaN, or exact
+  std::uint32_t bits = __builtin_bit_cast(std::uint32_t, nearest);
+  const double magnitude = value < 0 ? -value : value;
+  const double rounded = nearest < 0 ? -static_cast<double>(nearest) : static_cast<double>(nearest);
+  if (rounded > magnitude) --bits;  // one step toward zero (an infinity to the largest float)
+  return __builtin_bit_cast(float, bits | 1u);
+}
 
 namespace half_bits {
 
@@ -145,14 +159,17 @@ struct BFloat16 {
 static_assert(sizeof(Half) == 2 && sizeof(BFloat16) == 2, "16-bit elements");
 
 /// `value` converted to element type `To`: to a half type by rounding a
-/// float (Note [Rounding to 16 bits]; an integer is made a float first, as
-/// PyTorch converts), from one through float, else as static_cast converts.
+/// float, or a double through round_to_odd (Note [Rounding to 16 bits]; an
+/// integer is made a float first, as PyTorch converts), from one through
+/// float, else as static_cast converts.
 template <typename To, typename From>
 TAGFLOW_HOST_DEVICE constexpr To convert_element(From value) {
   constexpr bool to_half = std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>;
   constexpr bool from_half = std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>;
   if constexpr (std::is_same_v<To, From>) {
     return value;  // the same bits, NaN payloads included
+  } else if constexpr (to_half && std::is_same_v<From, double>) {
+    return To(round_to_odd(value));
   } else if constexpr (to_half) {
     return To(static_cast<float>(value));
   } else if constexpr (from_half) {

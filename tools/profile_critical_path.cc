@@ -12,6 +12,8 @@ namespace tagflow::tools {
 namespace {
 
 constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+/// Host waits looked at, latest first, for the one that held a push.
+constexpr int kMaxWaitsLooked = 64;
 
 double to_us(std::int64_t ns) { return static_cast<double>(ns) / 1000.0; }
 
@@ -23,12 +25,18 @@ std::vector<CriticalStep> critical_path(const profiler::Trace& trace) {
   if (n == 0) return {};
 
   std::vector<BusyInterval> busy(n);
+  // When each operation let its track go: its busy end, or for an
+  // asynchronous one on a worker, when its closure returned.
+  std::vector<std::int64_t> track_end(n);
   std::vector<std::string> tracks(n);
   std::map<std::pair<int, std::uint64_t>, std::size_t> index;  // seqs count per process
   for (std::size_t i = 0; i < n; ++i) {
-    busy[i] = busy_interval(ops[i]);
-    tracks[i] = track_of(trace, ops[i]);
-    index[{ops[i].process, ops[i].seq}] = i;
+    const profiler::OpEvent& e = ops[i];
+    busy[i] = busy_interval(e);
+    const bool on_stream = e.device_started_ns >= 0 && e.device_ended_ns >= e.device_started_ns;
+    track_end[i] = !on_stream && e.returned_ns >= 0 ? e.returned_ns : busy[i].end_ns;
+    tracks[i] = track_of(trace, e);
+    index[{e.process, e.seq}] = i;
   }
   const auto find = [&](int process, std::uint64_t seq) {
     const auto it = index.find({process, seq});
@@ -48,8 +56,8 @@ std::vector<CriticalStep> critical_path(const profiler::Trace& trace) {
     for (std::size_t i = 0; i < n; ++i) by_track[tracks[i]].push_back(i);
     for (auto& [track, members] : by_track) {
       std::sort(members.begin(), members.end(), [&](std::size_t a, std::size_t b) {
-        return std::pair(busy[a].begin_ns, busy[a].end_ns) <
-               std::pair(busy[b].begin_ns, busy[b].end_ns);
+        return std::pair(busy[a].begin_ns, track_end[a]) <
+               std::pair(busy[b].begin_ns, track_end[b]);
       });
       for (std::size_t k = 1; k < members.size(); ++k) before[members[k]] = members[k - 1];
     }
@@ -71,23 +79,29 @@ std::vector<CriticalStep> critical_path(const profiler::Trace& trace) {
   }
   std::vector<bool> visited(n, false);
   std::vector<CriticalStep> path;
+  // Where the step being looked at ends on the path: when it released the
+  // step after it (its track, for an asynchronous operation followed on its
+  // worker, before its result came).
+  std::int64_t end_on_path = busy[at].end_ns;
   while (at != kNone) {
     visited[at] = true;
     const profiler::OpEvent& e = ops[at];
+    const std::int64_t start = busy[at].begin_ns;
     std::size_t next = kNone;
     std::int64_t released = std::numeric_limits<std::int64_t>::min();
     CriticalGate gate = CriticalGate::kFirst;
+    // A candidate that let go after `e` started did not hold it.
     for (const std::size_t p : producers[at]) {
-      if (!visited[p] && busy[p].end_ns > released) {
+      if (!visited[p] && busy[p].end_ns > released && busy[p].end_ns <= start) {
         next = p;
         released = busy[p].end_ns;
         gate = CriticalGate::kData;
       }
     }
     const std::size_t q = before[at];
-    if (q != kNone && !visited[q] && busy[q].end_ns > released) {
+    if (q != kNone && !visited[q] && track_end[q] > released && track_end[q] <= start) {
       next = q;
-      released = busy[q].end_ns;
+      released = track_end[q];
       gate = CriticalGate::kTrack;
     }
     if (e.pushed_ns > released) {  // the host released it last
@@ -98,7 +112,7 @@ std::vector<CriticalStep> critical_path(const profiler::Trace& trace) {
       const auto& list = waits[e.process];
       auto it = std::upper_bound(list.begin(), list.end(), e.pushed_ns,
                                  [](std::int64_t t, const auto* w) { return t < w->ended_ns; });
-      while (it != list.begin()) {
+      for (int looked = 0; it != list.begin() && looked < kMaxWaitsLooked; ++looked) {
         const profiler::WaitEvent& w = **--it;
         if (w.ended_ns <= others) break;
         const std::size_t held = find(w.process, w.waited_for_seq);
@@ -116,9 +130,11 @@ std::vector<CriticalStep> critical_path(const profiler::Trace& trace) {
                     .device = device_name(trace, {e.process, e.ctx}),
                     .track = tracks[at],
                     .gate = gate,
-                    .begin_ns = busy[at].begin_ns,
-                    .busy_us = to_us(busy[at].end_ns - busy[at].begin_ns),
-                    .waited_us = to_us(std::max<std::int64_t>(0, busy[at].begin_ns - released))});
+                    .begin_ns = start,
+                    .busy_us = to_us(end_on_path - start),
+                    .waited_us = to_us(std::max<std::int64_t>(0, start - released))});
+    if (next != kNone)
+      end_on_path = gate == CriticalGate::kTrack ? track_end[next] : busy[next].end_ns;
     at = next;
   }
   std::reverse(path.begin(), path.end());

@@ -8,13 +8,15 @@
 // - a producer: an operation whose result X read (a recorded flow), which
 //   releases X when its work ends;
 // - X's predecessor on its own track (the operation that ran before it on
-//   its worker or stream), which releases X when it ends: X was ready but
-//   its worker or stream was still busy;
+//   its worker or stream), which releases X when it ends (an asynchronous
+//   operation on a worker, when its closure returned): X was ready but its
+//   worker or stream was still busy;
 // - the host, which released X when it pushed it.
 // The one that released X last is the step before X. When that is the host,
 // and a host thread's wait (on an operation W) ended after every other
 // candidate released X and before X was pushed, the host was held by W: the
-// path goes on at W. Otherwise the path starts at X.
+// path goes on at W. Otherwise the path starts at X. A candidate that let go
+// only after X started did not hold it and is not taken.
 // This follows resource order as well as data, as Nsight Systems' and
 // Holistic Trace Analysis' critical paths do: on a busy stream the path is
 // the stream's own sequence, and the busy time along it explains the span.
@@ -22,7 +24,15 @@
 // operation that was pushed early but waited for its stream (the head
 // gradient `fill` of every backward pass) and explain a few percent of it.
 // Each step keeps how long it waited after it was released (the gap to its
-// start: dispatch, or a host that had not yet pushed it).
+// start: dispatch, or a host that had not yet pushed it), and counts as busy
+// from its start to when it released the next step (an asynchronous
+// operation followed on its worker: until its closure returned).
+// Two limits of what a trace records: the thread that pushed an operation
+// is not recorded, so a wait on any host thread of the process that ended
+// just before the push is taken for what held it; and dependencies between
+// processes (a collective waiting for the slowest rank) are not recorded,
+// so in a merged trace the path stays within the process of the operation
+// that ends last.
 
 #include <cstddef>
 #include <cstdint>

@@ -59,6 +59,10 @@ template HostArray HostArray::from<std::uint8_t>(std::span<const std::uint8_t>, 
 HostArray HostArray::from(const NDArray& array) {
   TAGFLOW_CHECK(array.defined(),
                 "HostArray::from: expected an array, got an empty (default-constructed) NDArray");
+  TAGFLOW_CHECK(!is_half(array.dtype()),
+                "HostArray::from: expected a float32, int32, int64 or uint8 array, got {} "
+                "(convert it with astype(DType::kFloat32))",
+                dtype_name(array.dtype()));
   HostArray out(array.shape(), array.dtype());
   TAGFLOW_DTYPE_SWITCH(array.dtype(), T, {
     const std::vector<T> values = array.to_vector<T>();

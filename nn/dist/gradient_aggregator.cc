@@ -18,6 +18,10 @@ void check_aggregation_input(std::span<const NDArray> copies, int key, const cha
     TAGFLOW_CHECK(copies[i].defined(), "{}: array {} of {} is undefined", who, i, copies.size());
   }
   const NDArray& first = copies[0];
+  TAGFLOW_CHECK(!is_half(first.dtype()),
+                "{}: expected float32, int32, int64 or uint8 arrays, got {} (sums of half "
+                "gradients are not supported yet: convert them with astype(DType::kFloat32))",
+                who, dtype_name(first.dtype()));
   for (std::size_t i = 1; i < copies.size(); ++i) {
     const NDArray& a = copies[i];
     TAGFLOW_CHECK(a.shape() == first.shape() && a.dtype() == first.dtype(),

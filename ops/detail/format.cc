@@ -180,11 +180,14 @@ std::string float_text(float value, std::chars_format format, std::optional<int>
 /// True when `text` reads back as `value` in `width` (float32: the same
 /// float; float16: the same float16).
 bool reads_back(const std::string& text, float value, FloatWidth width) {
+  if (width == FloatWidth::kFloat16) {  // the decimal rounded once to float16
+    double parsed = 0;
+    const auto result = std::from_chars(text.data(), text.data() + text.size(), parsed);
+    return result.ec == std::errc{} && Half(round_to_odd(parsed)).bits == Half(value).bits;
+  }
   float parsed = 0;
   const auto result = std::from_chars(text.data(), text.data() + text.size(), parsed);
-  if (result.ec != std::errc{}) return false;
-  if (width == FloatWidth::kFloat16) return Half(parsed).bits == Half(value).bits;
-  return parsed == value;
+  return result.ec == std::errc{} && parsed == value;
 }
 
 FloatDigits split_at_point(const std::string& text) {

@@ -21,7 +21,10 @@ std::string ordinal(int position) {
 }
 
 void throw_dtype_unsupported(const char* what, DType dtype) {
-  throw_error("{}: no kernel for {} elements", what, dtype_name(dtype));
+  throw_error(
+      "{}: no kernel here for {} elements (its operator should have refused them before pushing: "
+      "please report this)",
+      what, dtype_name(dtype));
 }
 
 void check_defined_any_dtype(const char* op, const NDArray& array, int position) {

@@ -21,8 +21,9 @@ bool conv2d_backward_data(const ConvGeometry& g, const float* w, const float* dy
                           Context ctx, bool winograd);
 /// How the weight gradient cuts its work: 0 to cut the batch into chunks
 /// whose partial sums are added in order, else the output channels per
-/// call, each call over the whole batch. Layers of small outputs (8x8 or
-/// less) and many channels (128 or more) are cut by channel: their weights
+/// call (64 for kernels larger than 1x1, half of them for 1x1), each call
+/// over the whole batch. Layers of small outputs (64 positions or fewer:
+/// 8x8) and many channels (128 or more) are cut by channel: their weights
 /// outweigh their outputs, and the chunks' partial sums would cost more
 /// memory traffic than the kernels (Note [Convolution on the CPU]). A
 /// function of the geometry only, so a result never depends on the threads.

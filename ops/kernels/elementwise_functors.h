@@ -187,8 +187,9 @@ TAGFLOW_HOST_DEVICE TAGFLOW_INLINE T apply_binary(T a, T b) {
 // - integer to float: the nearest float (ties to even), as x86 and CUDA's
 //   default rounding give.
 // - to float16 or bfloat16: the value made a float first (exact from
-//   float32; the nearest float from an integer, as PyTorch converts), then
-//   rounded to nearest even (Note [Rounding to 16 bits] in ops/half.h).
+//   float32; the nearest float from an integer, as PyTorch converts; to odd
+//   from a double scalar), then rounded to nearest even (Note [Rounding to
+//   16 bits] in ops/half.h).
 // - from float16 or bfloat16: the exact float, then as from float32.
 
 /// The lowest and highest values of an arithmetic type, as constants that
@@ -206,7 +207,11 @@ TAGFLOW_HOST_DEVICE TAGFLOW_INLINE To convert(From x) {
   } else if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>) {
     return convert<To>(static_cast<float>(x));
   } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
-    return To(static_cast<float>(x));
+    if constexpr (std::is_same_v<From, double>) {
+      return To(round_to_odd(x));  // rounded once (Note [Rounding to 16 bits])
+    } else {
+      return To(static_cast<float>(x));
+    }
   } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
     constexpr From low = static_cast<From>(kLowest<To>);                       // 0 or -2^k
     constexpr From above = static_cast<From>(kHighest<To> / 2 + 1) * From(2);  // 2^k

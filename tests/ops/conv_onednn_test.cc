@@ -149,9 +149,10 @@ TEST(ConvOneDnnTest, OneDnnRunsEveryPassOfTheNetworksLayersWithinTheFloat32Bound
 }
 
 TEST(ConvOneDnnTest, TheWeightGradientOfSmallOutputsIsCutByChannelsWithinTheFloat32Bound) {
-  // Layers of 8x8 outputs or less and 128 channels or more: each call takes
-  // a slice of the output channels over the whole batch (the last slice
-  // shorter here), and writes its part of the gradient and the bias's.
+  // Layers of 64 output positions or fewer and 128 channels or more: each
+  // call takes a slice of the output channels over the whole batch (in the
+  // first case the last slice is shorter), and writes its part of the
+  // gradient and the bias's.
   const std::vector<ConvCase> cases = {
       {"3x3 pad 1 on 4x4, 144 channels", {5, 16, 4, 4}, {144, 16, 3, 3}, {.padding = {1, 1}}},
       {"3x3 stride 2 to 4x4, 128 channels",

@@ -235,6 +235,26 @@ TEST(HalfTest, BFloat16RoundsToNearestEvenAsTheReference) {
   EXPECT_EQ(BFloat16(1e10f).bits, 20501);
 }
 
+TEST(HalfTest, DoublesRoundOnceThroughAFloatRoundedToOdd) {
+  // 1 + 2^-11 + 2^-30 lies just above the midpoint of 1 and the next float16:
+  // through the nearest float (1 + 2^-11, a tie) it would round down to 1.
+  EXPECT_EQ(Half(round_to_odd(1 + 0x1p-11 + 0x1p-30)).bits, 0x3c01);
+  EXPECT_EQ(BFloat16(round_to_odd(1 + 0x1p-8 + 0x1p-30)).bits, 0x3f81);
+  EXPECT_EQ(full({1}, 1 + 0x1p-11 + 0x1p-30, DType::kFloat16, cpu(0)).asscalar<Half>().bits,
+            0x3c01);
+  std::mt19937_64 rng(18);
+  for (int i = 0; i < 300000; ++i) {
+    const double d = std::ldexp(std::uniform_real_distribution<double>(1, 2)(rng),
+                                std::uniform_int_distribution<int>(-27, 16)(rng));
+    ASSERT_EQ(Half(round_to_odd(d)).bits, nearest_half(d)) << d;
+    ASSERT_EQ(Half(round_to_odd(-d)).bits, nearest_half(-d)) << -d;
+  }
+  EXPECT_TRUE(std::isnan(round_to_odd(std::nan(""))));
+  EXPECT_EQ(Half(round_to_odd(1e300)).bits, 0x7c00);
+  EXPECT_EQ(BFloat16(round_to_odd(-1e300)).bits, 0xff80);
+  EXPECT_EQ(Half(round_to_odd(1e-300)).bits, 0);
+}
+
 TEST(HalfTest, AstypeGivesTheSameBitsOnEveryDevice) {
   const std::vector<float> probes = float16_probes();
   const std::vector<float> values(probes.begin(), probes.begin() + 100000);
@@ -366,6 +386,17 @@ TEST(HalfTest, OperatorsRefuseHalfArraysWithWhatToDo) {
   }
   // Nothing was lost: the array still reads.
   EXPECT_EQ(h.to_vector<float>(), (std::vector<float>{1, 1}));
+  // Operators that make a half output, and definitions that would take one.
+  const NDArray labels = array(std::vector<std::int32_t>{0, 2}, {2}, cpu(0));
+  EXPECT_NE(message([&] { (void)one_hot(labels, 3, 1, 0, DType::kFloat16); }).find("float16"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              (void)CustomOp({.name = "halves",
+                              .num_inputs = 1,
+                              .dtypes = {DType::kBFloat16},
+                              .cpu = [](const KernelArgs&) {}});
+            }).find("bfloat16"),
+            std::string::npos);
 }
 
 }  // namespace

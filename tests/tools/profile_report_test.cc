@@ -361,6 +361,34 @@ TEST(ProfileReportTest, TheCriticalPathFollowsDataTracksAndHostWaits) {
       << text;
 }
 
+TEST(ProfileReportTest, AnAsynchronousOperationHoldsItsTrackUntilItsClosureReturned) {
+  // a: cpu(0) worker 0, closure [0, 20], in flight until 400 (a collective);
+  // b: the same worker [20, 500], pushed at 5: released by a's return at 20,
+  // not by a's end at 400.
+  profiler::Trace t;
+  t.ops.push_back({.name = "a",
+                   .ctx = cpu(0),
+                   .seq = 1,
+                   .started_ns = 0,
+                   .ended_ns = 400 * us,
+                   .returned_ns = 20 * us});
+  t.ops.push_back({.name = "b",
+                   .ctx = cpu(0),
+                   .seq = 2,
+                   .pushed_ns = 5 * us,
+                   .ready_ns = 5 * us,
+                   .started_ns = 20 * us,
+                   .ended_ns = 500 * us});
+  const tools::ProfileSummary s =
+      tools::summarize(tools::parse_chrome_trace(profiler::to_chrome_trace(t)));
+  ASSERT_EQ(s.critical_path.size(), 2u);
+  EXPECT_EQ(s.critical_path[0].name, "a");
+  EXPECT_DOUBLE_EQ(s.critical_path[0].busy_us, 20) << "until it let its worker go";
+  EXPECT_EQ(s.critical_path[1].gate, tools::CriticalGate::kTrack);
+  EXPECT_DOUBLE_EQ(s.critical_path[1].waited_us, 0);
+  EXPECT_DOUBLE_EQ(s.critical_path_us, 500) << "the span, not more";
+}
+
 /// The JSON data block of a profile page.
 nlohmann::json page_data(const std::string& page) {
   const std::string open = "<script type=\"application/json\" id=\"tagflow-data\">";
