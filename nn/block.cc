@@ -218,10 +218,13 @@ void Block::load_parameters(const std::filesystem::path& path, const std::vector
                             p->name(), p->shape().str()));
     }
     used.insert(name);
+    // float16 and bfloat16 (a network saved in half precision) widen to
+    // float32 exactly.
+    if (is_half(it->second.dtype())) it->second = it->second.astype(DType::kFloat32);
     const NDArray& value = it->second;
     if (value.dtype() != DType::kFloat32) {
-      throw io::FileError(path, fmt::format("parameter '{}' ({}): expected float32, the file "
-                                            "has {}",
+      throw io::FileError(path, fmt::format("parameter '{}' ({}): expected float32, float16 or "
+                                            "bfloat16, the file has {}",
                                             name, p->name(), dtype_name(value.dtype())));
     }
     if (!p->accepts_shape(value.shape())) {

@@ -85,7 +85,9 @@ class Block {
   /// file is checked against the network before any parameter changes: a
   /// parameter missing from the file (unless `allow_missing`), a tensor with
   /// no parameter (unless `ignore_extra`), or a shape or dtype that differs
-  /// throws io::FileError naming the parameter.
+  /// throws io::FileError naming the parameter. float16 and bfloat16
+  /// tensors (a network saved in half precision) are widened to float32,
+  /// exactly.
   void load_parameters(const std::filesystem::path& path, const std::vector<Context>& contexts,
                        bool allow_missing = false, bool ignore_extra = false);
   void load_parameters(const std::filesystem::path& path, Context ctx = cpu()) {

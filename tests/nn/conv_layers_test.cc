@@ -260,6 +260,37 @@ TEST(ConvLayersTest, SavedParametersLoadIntoAFreshNetworkOnAnotherDevice) {
   }
 }
 
+TEST(ConvLayersTest, HalfPrecisionParameterFilesLoadWidenedToFloat32) {
+  TempDir dir;
+  random::seed(12);
+  auto net = lenet();
+  net->initialize(init::Xavier(), {cpu(0)});
+  (void)(*net)(zeros({1, 1, 28, 28}));
+  for (const DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+    SCOPED_TRACE(std::string(dtype_name(dtype)));
+    // As PyTorch's model.half() (or .bfloat16()) would save it.
+    std::vector<std::pair<std::string, NDArray>> halves;
+    for (const auto& [name, p] : net->structural_params()) {
+      halves.emplace_back(name, p->data().astype(dtype));
+    }
+    io::save_safetensors(dir / "half.safetensors", halves);
+    auto fresh = lenet();
+    fresh->load_parameters(dir / "half.safetensors", gpu(0));
+    const auto loaded = fresh->structural_params();
+    for (std::size_t i = 0; i < loaded.size(); ++i) {
+      const std::vector<float> got = loaded[i].second->data(gpu(0)).to_vector<float>();
+      const std::vector<float> original =
+          net->structural_params()[i].second->data().to_vector<float>();
+      ASSERT_EQ(got.size(), original.size());
+      for (std::size_t j = 0; j < got.size(); ++j) {
+        const float expected = dtype == DType::kFloat16 ? static_cast<float>(Half(original[j]))
+                                                        : static_cast<float>(BFloat16(original[j]));
+        ASSERT_EQ(got[j], expected) << loaded[i].first << " element " << j;
+      }
+    }
+  }
+}
+
 TEST(ConvLayersTest, AFileThatDoesNotFitTheNetworkNamesTheParameterAndChangesNothing) {
   TempDir dir;
   random::seed(13);
@@ -311,7 +342,8 @@ TEST(ConvLayersTest, AFileThatDoesNotFitTheNetworkNamesTheParameterAndChangesNot
   const std::string dtype_error =
       error_of([&] { one_conv.load_parameters(dir / "ints.safetensors"); });
   EXPECT_NE(dtype_error.find("'0.weight'"), std::string::npos) << dtype_error;
-  EXPECT_NE(dtype_error.find("expected float32, the file has int32"), std::string::npos)
+  EXPECT_NE(dtype_error.find("expected float32, float16 or bfloat16, the file has int32"),
+            std::string::npos)
       << dtype_error;
 
   EXPECT_THROW(net->load_parameters(dir / "no-such-file.safetensors"), io::FileError);
