@@ -92,6 +92,20 @@ namespace tagflow::detail {
 [[noreturn]] void throw_dtype_unsupported(const char* what, DType dtype);
 }  // namespace tagflow::detail
 
+/// One case of the switches below: `T` bound to `type` for `value`.
+#define TAGFLOW_DTYPE_CASE_(value, type, T, ...) \
+  case ::tagflow::DType::value: {                \
+    using T = type;                              \
+    __VA_ARGS__;                                 \
+  } break;
+
+/// The cases of the dtypes arithmetic kernels compute in.
+#define TAGFLOW_ARITHMETIC_DTYPE_CASES_(T, ...)             \
+  TAGFLOW_DTYPE_CASE_(kFloat32, float, T, __VA_ARGS__)      \
+  TAGFLOW_DTYPE_CASE_(kInt32, std::int32_t, T, __VA_ARGS__) \
+  TAGFLOW_DTYPE_CASE_(kInt64, std::int64_t, T, __VA_ARGS__) \
+  TAGFLOW_DTYPE_CASE_(kUInt8, std::uint8_t, T, __VA_ARGS__)
+
 /// Runs `...` with `T` bound to the C++ type of `dtype`, one of the types
 /// arithmetic kernels compute in (float, int32, int64, uint8); a half type
 /// throws (operators convert or refuse those before their kernels run):
@@ -99,22 +113,7 @@ namespace tagflow::detail {
 ///   TAGFLOW_DTYPE_SWITCH(a.dtype(), T, { fill<T>(a, value); });
 #define TAGFLOW_DTYPE_SWITCH(dtype, T, ...)                        \
   switch (dtype) {                                                 \
-    case ::tagflow::DType::kFloat32: {                             \
-      using T = float;                                             \
-      __VA_ARGS__;                                                 \
-    } break;                                                       \
-    case ::tagflow::DType::kInt32: {                               \
-      using T = std::int32_t;                                      \
-      __VA_ARGS__;                                                 \
-    } break;                                                       \
-    case ::tagflow::DType::kInt64: {                               \
-      using T = std::int64_t;                                      \
-      __VA_ARGS__;                                                 \
-    } break;                                                       \
-    case ::tagflow::DType::kUInt8: {                               \
-      using T = std::uint8_t;                                      \
-      __VA_ARGS__;                                                 \
-    } break;                                                       \
+    TAGFLOW_ARITHMETIC_DTYPE_CASES_(T, __VA_ARGS__)                \
     case ::tagflow::DType::kFloat16:                               \
     case ::tagflow::DType::kBFloat16:                              \
       ::tagflow::detail::throw_dtype_unsupported(__func__, dtype); \
@@ -122,30 +121,9 @@ namespace tagflow::detail {
 
 /// TAGFLOW_DTYPE_SWITCH over every dtype, Half and BFloat16 included: for
 /// kernels that only move or convert elements (convert_element in half.h).
-#define TAGFLOW_ANY_DTYPE_SWITCH(dtype, T, ...) \
-  switch (dtype) {                              \
-    case ::tagflow::DType::kFloat32: {          \
-      using T = float;                          \
-      __VA_ARGS__;                              \
-    } break;                                    \
-    case ::tagflow::DType::kInt32: {            \
-      using T = std::int32_t;                   \
-      __VA_ARGS__;                              \
-    } break;                                    \
-    case ::tagflow::DType::kInt64: {            \
-      using T = std::int64_t;                   \
-      __VA_ARGS__;                              \
-    } break;                                    \
-    case ::tagflow::DType::kUInt8: {            \
-      using T = std::uint8_t;                   \
-      __VA_ARGS__;                              \
-    } break;                                    \
-    case ::tagflow::DType::kFloat16: {          \
-      using T = ::tagflow::Half;                \
-      __VA_ARGS__;                              \
-    } break;                                    \
-    case ::tagflow::DType::kBFloat16: {         \
-      using T = ::tagflow::BFloat16;            \
-      __VA_ARGS__;                              \
-    } break;                                    \
+#define TAGFLOW_ANY_DTYPE_SWITCH(dtype, T, ...)                         \
+  switch (dtype) {                                                      \
+    TAGFLOW_ARITHMETIC_DTYPE_CASES_(T, __VA_ARGS__)                     \
+    TAGFLOW_DTYPE_CASE_(kFloat16, ::tagflow::Half, T, __VA_ARGS__)      \
+    TAGFLOW_DTYPE_CASE_(kBFloat16, ::tagflow::BFloat16, T, __VA_ARGS__) \
   }
