@@ -39,7 +39,7 @@ template NDArray array<BFloat16>(std::span<const BFloat16>, Shape, Context);
 NDArray empty(Shape shape, DType dtype, Context ctx) { return NDArray(shape, dtype, ctx); }
 
 void fill(const NDArray& out, double value) {
-  detail::check_defined_any_dtype("fill", out, 1);
+  detail::check_defined("fill", out, 1);
   detail::check_scalar_fits("fill", value, out.dtype());
   const DType dtype = out.dtype();
   void* data = out.raw_data();
@@ -62,12 +62,12 @@ NDArray zeros(Shape shape, DType dtype, Context ctx) { return full(shape, 0, dty
 NDArray ones(Shape shape, DType dtype, Context ctx) { return full(shape, 1, dtype, ctx); }
 
 NDArray zeros_like(const NDArray& like) {
-  detail::check_defined_any_dtype("zeros_like", like, 1);
+  detail::check_defined("zeros_like", like, 1);
   return zeros(like.shape(), like.dtype(), like.context());
 }
 
 NDArray ones_like(const NDArray& like) {
-  detail::check_defined_any_dtype("ones_like", like, 1);
+  detail::check_defined("ones_like", like, 1);
   return ones(like.shape(), like.dtype(), like.context());
 }
 

@@ -127,3 +127,17 @@ namespace tagflow::detail {
     TAGFLOW_DTYPE_CASE_(kFloat16, ::tagflow::Half, T, __VA_ARGS__)      \
     TAGFLOW_DTYPE_CASE_(kBFloat16, ::tagflow::BFloat16, T, __VA_ARGS__) \
   }
+
+/// TAGFLOW_DTYPE_SWITCH over the floating-point dtypes (float, Half,
+/// BFloat16), for the kernels of real analysis (softmax, losses, pooling);
+/// an integer dtype throws (operators refuse those before pushing).
+#define TAGFLOW_FLOAT_DTYPE_SWITCH(dtype, T, ...)                       \
+  switch (dtype) {                                                      \
+    TAGFLOW_DTYPE_CASE_(kFloat32, float, T, __VA_ARGS__)                \
+    TAGFLOW_DTYPE_CASE_(kFloat16, ::tagflow::Half, T, __VA_ARGS__)      \
+    TAGFLOW_DTYPE_CASE_(kBFloat16, ::tagflow::BFloat16, T, __VA_ARGS__) \
+    case ::tagflow::DType::kInt32:                                      \
+    case ::tagflow::DType::kInt64:                                      \
+    case ::tagflow::DType::kUInt8:                                      \
+      ::tagflow::detail::throw_dtype_unsupported(__func__, dtype);      \
+  }

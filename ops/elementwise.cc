@@ -19,7 +19,7 @@ namespace gpu_kernels = detail::gpu_kernels;
 
 NDArray unary(const char* name, UnaryOp op, const NDArray& x) {
   detail::check_defined(name, x, 1);
-  if (detail::float_only(op)) detail::check_float32(name, x, 1);
+  if (detail::float_only(op)) detail::check_floating(name, x, 1);
   NDArray y(x.shape(), x.dtype(), x.context());
   const DType dtype = x.dtype();
   const void* in = x.raw_data();
@@ -63,7 +63,7 @@ void push_binary(const char* name, BinaryOp op, const NDArray& a, const NDArray&
 void check_binary(const char* name, BinaryOp op, const NDArray& a, const NDArray& b) {
   detail::check_same_context(name, {&a, &b});
   detail::check_same_dtype(name, {&a, &b});
-  if (op == BinaryOp::kPow) detail::check_float32(name, a, 1);
+  if (op == BinaryOp::kPow) detail::check_floating(name, a, 1);
 }
 
 NDArray binary(const char* name, BinaryOp op, const NDArray& a, const NDArray& b) {
@@ -101,7 +101,7 @@ void push_scalar(const char* name, BinaryOp op, const NDArray& a, ScalarOperand 
 
 NDArray scalar(const char* name, BinaryOp op, const NDArray& a, double value, bool on_left) {
   detail::check_defined(name, a, on_left ? 2 : 1);
-  if (op == BinaryOp::kPow) detail::check_float32(name, a, on_left ? 2 : 1);
+  if (op == BinaryOp::kPow) detail::check_floating(name, a, on_left ? 2 : 1);
   detail::check_scalar_fits(name, value, a.dtype());
   NDArray out(a.shape(), a.dtype(), a.context());
   push_scalar(name, op, a, {value, on_left}, out);
@@ -335,11 +335,15 @@ NDArray NDArray::astype(DType dtype) const {
         rc, [=] { cpu_kernels::cast(from, dtype, in, data, n); },
         [=](void* stream) { gpu_kernels::cast(from, dtype, in, data, n, stream); });
   });
-  // Only float32 carries gradients: a float32 copy passes them through; a
-  // conversion from or to an integer type ends them (as a comparison does).
-  if (from == DType::kFloat32 && dtype == DType::kFloat32) {
-    detail::record("cast", out, {this}, [] {
-      return [](const NDArray& out_grad) { return std::vector<NDArray>{out_grad}; };
+  // Between floating-point dtypes the gradient flows back, converted to the
+  // input's dtype (a float16 copy of float32 weights passes its gradient to
+  // them in float32); a conversion from or to an integer type ends it (as a
+  // comparison does).
+  if (is_floating(from) && is_floating(dtype)) {
+    detail::record("cast", out, {this}, [from] {
+      return [from](const NDArray& out_grad) {
+        return std::vector<NDArray>{out_grad.dtype() == from ? out_grad : out_grad.astype(from)};
+      };
     });
   }
   return out;

@@ -158,14 +158,35 @@ struct BFloat16 {
 
 static_assert(sizeof(Half) == 2 && sizeof(BFloat16) == 2, "16-bit elements");
 
+/// True for the 16-bit element types, Half and BFloat16.
+template <typename T>
+inline constexpr bool is_half_element = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// Note [Half precision arithmetic]
+// No operator computes in 16 bits. A kernel reads each float16 or bfloat16
+// element exactly into a float (its ComputeType), computes as it does for
+// float32 arrays, and rounds the result once, to nearest even, when it
+// stores it: c = a * b on float16 is float16(float(a) * float(b)). Sums,
+// means, norms and softmax's denominators accumulate as float32's do (in
+// double on the CPU), matrix products and convolutions in float32, and a
+// scalar operand (x * 0.1) stays a float instead of being rounded to the
+// array's type first, as PyTorch computes. The CUDA kernels follow the same
+// rule (cuBLAS and cuDNN with float32 compute types), so a CPU device, a
+// simulated GPU and a real GPU differ only where their float32 results do.
+
+/// The type kernels compute an element of type T in: float for the 16-bit
+/// types (Note [Half precision arithmetic]), T itself otherwise.
+template <typename T>
+using ComputeType = std::conditional_t<is_half_element<T>, float, T>;
+
 /// `value` converted to element type `To`: to a half type by rounding a
 /// float, or a double through round_to_odd (Note [Rounding to 16 bits]; an
 /// integer is made a float first, as PyTorch converts), from one through
 /// float, else as static_cast converts.
 template <typename To, typename From>
 TAGFLOW_HOST_DEVICE constexpr To convert_element(From value) {
-  constexpr bool to_half = std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>;
-  constexpr bool from_half = std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>;
+  constexpr bool to_half = is_half_element<To>;
+  constexpr bool from_half = is_half_element<From>;
   if constexpr (std::is_same_v<To, From>) {
     return value;  // the same bits, NaN payloads included
   } else if constexpr (to_half && std::is_same_v<From, double>) {

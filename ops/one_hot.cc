@@ -12,10 +12,6 @@ NDArray one_hot(const NDArray& indices, std::int64_t depth, double on_value, dou
                 DType dtype) {
   constexpr const char* kName = "one_hot";
   detail::check_defined(kName, indices, 1);
-  TAGFLOW_CHECK(!is_half(dtype),
-                "{}: expected dtype float32, int32, int64 or uint8, got {} (make it float32 and "
-                "convert it with astype)",
-                kName, dtype_name(dtype));
   TAGFLOW_CHECK(depth >= 0, "{}: expected depth >= 0, got {}", kName, depth);
   TAGFLOW_CHECK(indices.ndim() < Shape::kMaxDims,
                 "{}: the result would have {} dimensions, but arrays have at most {}", kName,

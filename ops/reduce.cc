@@ -66,7 +66,7 @@ DType output_dtype(ReduceOp op, DType input) {
   switch (op) {
     case ReduceOp::kMean:
     case ReduceOp::kNorm:
-      return DType::kFloat32;
+      return is_half(input) ? input : DType::kFloat32;
     case ReduceOp::kArgmax:
       return DType::kInt64;
     case ReduceOp::kSum:
@@ -77,7 +77,7 @@ DType output_dtype(ReduceOp op, DType input) {
   return input;
 }
 
-/// Records the gradient of a float32 reduction: the output's gradient,
+/// Records the gradient of a floating-point reduction: the output's gradient,
 /// given back its reduced axes (extent 1), broadcast over the input.
 void record_reduction(const char* name, ReduceOp op, const NDArray& x, const bool* flags,
                       NDArray& out) {
@@ -115,7 +115,7 @@ void record_reduction(const char* name, ReduceOp op, const NDArray& x, const boo
 NDArray reduce(const char* name, ReduceOp op, const NDArray& x, std::span<const int> axes,
                bool keepdims) {
   detail::check_defined(name, x, 1);
-  if (op == ReduceOp::kMean || op == ReduceOp::kNorm) detail::check_float32(name, x, 1);
+  if (op == ReduceOp::kMean || op == ReduceOp::kNorm) detail::check_floating(name, x, 1);
   const ReducedAxes reduced = reduced_axes(name, x.shape(), axes, keepdims);
   if (op != ReduceOp::kSum && op != ReduceOp::kNorm) check_not_empty(name, x.shape(), reduced);
 
@@ -130,7 +130,7 @@ NDArray reduce(const char* name, ReduceOp op, const NDArray& x, std::span<const 
         rc, [=] { detail::cpu_kernels::reduce(op, dtype, in, po, plan); },
         [=](void* stream) { detail::gpu_kernels::reduce(op, dtype, in, po, plan, stream); });
   });
-  if (x.dtype() == DType::kFloat32 && op != ReduceOp::kArgmax) {
+  if (is_floating(x.dtype()) && op != ReduceOp::kArgmax) {
     record_reduction(name, op, x, reduced.flags, out);
   }
   return out;

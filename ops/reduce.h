@@ -17,8 +17,11 @@
 //
 // Dtypes: sum, max and min take every dtype and give the input's dtype. An
 // integer sum accumulates in 64 bits and wraps into the dtype, exactly as a
-// chain of elementwise integer additions wraps. mean and norm need float32.
-// Float sums, means and norms accumulate in double.
+// chain of elementwise integer additions wraps. mean and norm take the
+// floating-point dtypes and give float32 for float32, the input's dtype for
+// float16 and bfloat16. Float sums, means and norms accumulate in double,
+// half ones too (rounded once at the end: Note [Half precision arithmetic]
+// in ops/half.h).
 //
 // Empty reductions: over an axis of extent 0, sum and norm give 0; mean,
 // max, min and argmax throw tagflow::Error (there is no such element).
@@ -38,7 +41,7 @@ NDArray sum(const NDArray& x, std::span<const int> axes, bool keepdims = false);
 NDArray sum(const NDArray& x, int axis, bool keepdims = false);
 NDArray sum(const NDArray& x, bool keepdims = false);
 
-/// Arithmetic mean, float32 only: `mean(images, {2, 3})` gives the mean of
+/// Arithmetic mean, of floating-point arrays: `mean(images, {2, 3})` gives the mean of
 /// each image and channel.
 NDArray mean(const NDArray& x, std::initializer_list<int> axes, bool keepdims = false);
 NDArray mean(const NDArray& x, std::span<const int> axes, bool keepdims = false);
@@ -57,7 +60,7 @@ NDArray min(const NDArray& x, std::span<const int> axes, bool keepdims = false);
 NDArray min(const NDArray& x, int axis, bool keepdims = false);
 NDArray min(const NDArray& x, bool keepdims = false);
 
-/// L2 norm, sqrt(sum(x * x)), float32 only: `norm(gradient)` (shape (1)),
+/// L2 norm, sqrt(sum(x * x)), of floating-point arrays: `norm(gradient)` (shape (1)),
 /// `norm(weights, {1})` (one norm per row).
 NDArray norm(const NDArray& x, std::initializer_list<int> axes, bool keepdims = false);
 NDArray norm(const NDArray& x, std::span<const int> axes, bool keepdims = false);

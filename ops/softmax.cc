@@ -13,7 +13,7 @@ namespace {
 
 NDArray push_softmax(const char* name, bool log_output, const NDArray& x, int axis) {
   detail::check_defined(name, x, 1);
-  detail::check_float32(name, x, 1);
+  detail::check_floating(name, x, 1);
   const int normalized = x.shape().normalize_axis(axis, name);
   detail::SoftmaxShape shape;
   for (int a = 0; a < x.ndim(); ++a) {
@@ -22,14 +22,17 @@ NDArray push_softmax(const char* name, bool log_output, const NDArray& x, int ax
   }
   shape.extent = x.shape()[normalized];
 
-  NDArray out(x.shape(), DType::kFloat32, x.context());
+  NDArray out(x.shape(), x.dtype(), x.context());
   if (out.size() == 0) return out;
-  const float* in = x.data<float>();
-  float* po = out.data<float>();
+  const DType dtype = x.dtype();
+  const void* in = x.raw_data();
+  void* po = out.raw_data();
   detail::push_operation(name, x.context(), {x.var()}, {out.var()}, [=](const RunContext& rc) {
     detail::run_kernel(
-        rc, [=] { detail::cpu_kernels::softmax(log_output, in, po, shape); },
-        [=](void* stream) { detail::gpu_kernels::softmax(log_output, in, po, shape, stream); });
+        rc, [=] { detail::cpu_kernels::softmax(log_output, dtype, in, po, shape); },
+        [=](void* stream) {
+          detail::gpu_kernels::softmax(log_output, dtype, in, po, shape, stream);
+        });
   });
   detail::record(name, out, {&x}, [&] {
     return [log_output, normalized, y = out.detach()](const NDArray& dy) {

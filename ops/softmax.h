@@ -1,7 +1,8 @@
 #pragma once
-// softmax and log_softmax along one axis of a float32 array. Each checks its
-// input, allocates its output on the input's device and pushes one kernel;
-// it returns at once.
+// softmax and log_softmax along one axis of a float32, float16 or bfloat16
+// array, giving its dtype (half ones computed in float, the sums in double,
+// rounded once). Each checks its input, allocates its output on the input's
+// device and pushes one kernel; it returns at once.
 //
 //   NDArray logits = array({1.f, 2.f, 3.f, 1.f, 1.f, 1.f}, {2, 3});
 //   NDArray p = softmax(logits);          // each row sums to 1

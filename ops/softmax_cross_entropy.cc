@@ -21,7 +21,7 @@ namespace gpu_kernels = detail::gpu_kernels;
 
 CrossEntropyShape check_inputs(const NDArray& pred, const NDArray& label) {
   detail::check_same_context(kName, {&pred, &label});
-  detail::check_float32(kName, pred, 1);
+  detail::check_floating(kName, pred, 1);
   TAGFLOW_CHECK(pred.ndim() == 2,
                 "softmax_cross_entropy: expected the predictions as a 2-D (batch, classes) "
                 "array, got ({})",
@@ -47,55 +47,49 @@ BadLabel bad_label_policy(const RunContext& rc) {
 /// Pushes the forward operation, writing `loss` and (when defined) `stats`.
 void push_forward(const CrossEntropyShape& shape, const NDArray& pred, const NDArray& label,
                   const NDArray& loss, const NDArray& stats) {
-  const float* px = pred.data<float>();
-  const DType label_dtype = label.dtype();
-  const void* pl = label.raw_data();
-  float* ploss = loss.data<float>();
+  const detail::CrossEntropyArrays in{.dtype = pred.dtype(),
+                                      .pred = pred.raw_data(),
+                                      .label_dtype = label.dtype(),
+                                      .label = label.raw_data()};
+  void* ploss = loss.raw_data();
   float* ps = stats.defined() ? stats.data<float>() : nullptr;
   VarList writes = {loss.var()};
   if (stats.defined()) writes.push_back(stats.var());
-  detail::push_operation(kName, pred.context(), {pred.var(), label.var()}, writes,
-                         [=](const RunContext& rc) {
-                           const BadLabel bad_label = bad_label_policy(rc);
-                           run_kernel(
-                               rc,
-                               [=] {
-                                 cpu_kernels::softmax_cross_entropy_forward(
-                                     px, label_dtype, pl, shape, bad_label, ploss, ps);
-                               },
-                               [=](void* stream) {
-                                 gpu_kernels::softmax_cross_entropy_forward(
-                                     px, label_dtype, pl, shape, ploss, ps, stream);
-                               });
-                         });
+  detail::push_operation(
+      kName, pred.context(), {pred.var(), label.var()}, writes, [=](const RunContext& rc) {
+        const BadLabel bad_label = bad_label_policy(rc);
+        run_kernel(
+            rc,
+            [=] { cpu_kernels::softmax_cross_entropy_forward(in, shape, bad_label, ploss, ps); },
+            [=](void* stream) {
+              gpu_kernels::softmax_cross_entropy_forward(in, shape, ploss, ps, stream);
+            });
+      });
 }
 
 /// The gradient of `pred` from the loss's gradient `dy`: one operation.
 NDArray backward(const CrossEntropyShape& shape, const NDArray& pred, const NDArray& label,
                  const NDArray& stats, const NDArray& dy) {
-  NDArray grad(pred.shape(), DType::kFloat32, pred.context());
+  NDArray grad(pred.shape(), pred.dtype(), pred.context());
   if (grad.size() == 0) return grad;
-  const float* px = pred.data<float>();
-  const DType label_dtype = label.dtype();
-  const void* pl = label.raw_data();
+  const detail::CrossEntropyArrays in{.dtype = pred.dtype(),
+                                      .pred = pred.raw_data(),
+                                      .label_dtype = label.dtype(),
+                                      .label = label.raw_data()};
   const float* ps = stats.data<float>();
-  const float* pdy = dy.data<float>();
-  float* pg = grad.data<float>();
-  detail::push_operation("softmax_cross_entropy_backward", pred.context(),
-                         {pred.var(), label.var(), stats.var(), dy.var()}, {grad.var()},
-                         [=](const RunContext& rc) {
-                           const BadLabel bad_label = bad_label_policy(rc);
-                           run_kernel(
-                               rc,
-                               [=] {
-                                 cpu_kernels::softmax_cross_entropy_backward(
-                                     px, label_dtype, pl, ps, pdy, shape, bad_label, pg);
-                               },
-                               [=](void* stream) {
-                                 gpu_kernels::softmax_cross_entropy_backward(
-                                     px, label_dtype, pl, ps, pdy, shape, pg, stream);
-                               });
-                         });
+  const void* pdy = dy.raw_data();
+  void* pg = grad.raw_data();
+  detail::push_operation(
+      "softmax_cross_entropy_backward", pred.context(),
+      {pred.var(), label.var(), stats.var(), dy.var()}, {grad.var()}, [=](const RunContext& rc) {
+        const BadLabel bad_label = bad_label_policy(rc);
+        run_kernel(
+            rc,
+            [=] { cpu_kernels::softmax_cross_entropy_backward(in, ps, pdy, shape, bad_label, pg); },
+            [=](void* stream) {
+              gpu_kernels::softmax_cross_entropy_backward(in, ps, pdy, shape, pg, stream);
+            });
+      });
   return grad;
 }
 
@@ -104,7 +98,7 @@ NDArray backward(const CrossEntropyShape& shape, const NDArray& pred, const NDAr
 NDArray softmax_cross_entropy(const NDArray& pred, const NDArray& label) {
   const CrossEntropyShape shape = check_inputs(pred, label);
   const Context ctx = pred.context();
-  NDArray loss(Shape{shape.batch}, DType::kFloat32, ctx);
+  NDArray loss(Shape{shape.batch}, pred.dtype(), ctx);
   // The (max, log-sum) pair of every row, for the backward pass: made only
   // when a gradient will be asked for.
   const bool need_grad = detail::recording() && detail::any_needs_grad({&pred});

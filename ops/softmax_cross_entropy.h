@@ -34,10 +34,11 @@ class LabelOutOfRangeError : public Error {
 };
 
 /// The cross-entropy of softmax(pred) against class indices: `pred`
-/// (batch, classes) float32, `label` (batch) of any dtype on the same
-/// device (a float label is truncated toward zero, as one_hot does). The
-/// result is (batch) float32. Recorded for autograd: the gradient reaches
-/// `pred`; labels get none.
+/// (batch, classes) float32, float16 or bfloat16, `label` (batch) of any
+/// dtype on the same device (a float label is truncated toward zero, as
+/// one_hot does). The result is (batch) in pred's dtype, computed in float
+/// with the row sums in double and rounded once. Recorded for autograd: the
+/// gradient reaches `pred`; labels get none.
 ///
 ///   NDArray l = softmax_cross_entropy(array(std::vector<float>{1, 2, 3}, {1, 3}),
 ///                                     array(std::vector<std::int32_t>{2}, {1}));

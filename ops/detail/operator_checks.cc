@@ -27,19 +27,9 @@ void throw_dtype_unsupported(const char* what, DType dtype) {
       what, dtype_name(dtype));
 }
 
-void check_defined_any_dtype(const char* op, const NDArray& array, int position) {
+void check_defined(const char* op, const NDArray& array, int position) {
   TAGFLOW_CHECK(array.defined(), "{}: the {} argument is an empty array (default-constructed)", op,
                 ordinal(position));
-}
-
-void check_defined(const char* op, const NDArray& array, int position) {
-  check_defined_any_dtype(op, array, position);
-  TAGFLOW_CHECK(!is_half(array.dtype()),
-                "{}: the {} argument is a {} array, which this operator does not take yet "
-                "(float16 and bfloat16 arrays are made, filled, copied, converted, printed and "
-                "saved; operators compute in float32, int32, int64 and uint8). Convert it with "
-                "astype(DType::kFloat32)",
-                op, ordinal(position), dtype_name(array.dtype()));
 }
 
 void check_same_context(const char* op, std::initializer_list<const NDArray*> inputs) {
@@ -86,6 +76,13 @@ void check_same_dtype(const char* op, std::initializer_list<const NDArray*> inpu
                   "the {} argument is {}. Convert one with astype()",
                   op, dtype_name(first), ordinal(position), dtype_name(a->dtype()));
   }
+}
+
+void check_floating(const char* op, const NDArray& array, int position) {
+  TAGFLOW_CHECK(is_floating(array.dtype()),
+                "{}: expected a floating-point array (float32, float16 or bfloat16) as the {} "
+                "argument, got {}. Convert it with astype(DType::kFloat32)",
+                op, ordinal(position), dtype_name(array.dtype()));
 }
 
 void check_float32(const char* op, const NDArray& array, int position) {

@@ -14,14 +14,8 @@ namespace tagflow::detail {
 /// "first", "2nd", "3rd", "4th"...: MXNet's wording for argument positions.
 std::string ordinal(int position);
 
-/// Throws unless `array` is defined and of a dtype operators compute in
-/// (not float16 or bfloat16, which only astype, copies and creation take
-/// so far); `position` counts from 1.
+/// Throws unless `array` is defined; `position` counts from 1.
 void check_defined(const char* op, const NDArray& array, int position);
-
-/// Throws unless `array` is defined, whatever its dtype: for the operations
-/// that only create, fill or move elements.
-void check_defined_any_dtype(const char* op, const NDArray& array, int position);
 
 /// Throws unless every input lives on the first one's context:
 /// "broadcast_add: all inputs must live on the same context, but the first
@@ -33,7 +27,11 @@ void check_same_context(const char* op, std::span<const NDArray> inputs);
 /// Throws unless every input has the first one's dtype.
 void check_same_dtype(const char* op, std::initializer_list<const NDArray*> inputs);
 
-/// Throws unless `array` holds float32 (the operators of real analysis).
+/// Throws unless `array` holds float32, float16 or bfloat16 (the operators
+/// of real analysis).
+void check_floating(const char* op, const NDArray& array, int position);
+
+/// Throws unless `array` holds float32 (what only float32 kernels take).
 void check_float32(const char* op, const NDArray& array, int position);
 
 /// Throws unless `value` is exactly representable in `dtype` (a scalar

@@ -14,22 +14,33 @@ namespace {
 
 constexpr int kThreads = 256;
 
+// Each kernel reads its elements into ComputeType<T> (float for float16 and
+// bfloat16) and rounds once when it stores (Note [Half precision arithmetic]
+// in ops/half.h).
+
 template <UnaryOp op, typename T>
 __global__ void unary_kernel(const T* in, T* out, std::int64_t n) {
-  for (std::int64_t i = first_index(); i < n; i += grid_stride()) out[i] = apply_unary<op>(in[i]);
-}
-
-template <BinaryOp op, typename T>
-__global__ void binary_kernel(const T* a, const T* b, T* out, std::int64_t n) {
+  using C = ComputeType<T>;
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
-    out[i] = apply_binary<op>(a[i], b[i]);
+    out[i] = convert<T>(apply_unary<op>(convert<C>(in[i])));
   }
 }
 
 template <BinaryOp op, typename T>
-__global__ void binary_scalar_kernel(const T* a, T s, bool on_left, T* out, std::int64_t n) {
+__global__ void binary_kernel(const T* a, const T* b, T* out, std::int64_t n) {
+  using C = ComputeType<T>;
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
-    out[i] = on_left ? apply_binary<op>(s, a[i]) : apply_binary<op>(a[i], s);
+    out[i] = convert<T>(apply_binary<op>(convert<C>(a[i]), convert<C>(b[i])));
+  }
+}
+
+template <BinaryOp op, typename T>
+__global__ void binary_scalar_kernel(const T* a, ComputeType<T> s, bool on_left, T* out,
+                                     std::int64_t n) {
+  using C = ComputeType<T>;
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
+    const C x = convert<C>(a[i]);
+    out[i] = convert<T>(on_left ? apply_binary<op>(s, x) : apply_binary<op>(x, s));
   }
 }
 
@@ -40,7 +51,8 @@ __global__ void binary_broadcast_kernel(const T* a, const T* b, T* out, Broadcas
     std::int64_t oa = 0;
     std::int64_t ob = 0;
     plan.offsets(i, oa, ob);
-    out[i] = apply_binary<op>(a[oa], b[ob]);
+    out[i] = convert<T>(
+        apply_binary<op>(convert<ComputeType<T>>(a[oa]), convert<ComputeType<T>>(b[ob])));
   }
 }
 
@@ -62,17 +74,17 @@ __global__ void arange_kernel(double start, double step, T* out, std::int64_t n)
 }
 
 template <typename T>
-__global__ void clip_kernel(const T* in, T low, T high, T* out, std::int64_t n) {
+__global__ void clip_kernel(const T* in, ComputeType<T> low, ComputeType<T> high, T* out,
+                            std::int64_t n) {
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
-    const T x = in[i];
-    out[i] = x < low ? low : (x > high ? high : x);
+    out[i] = convert<T>(clip_value(convert<ComputeType<T>>(in[i]), low, high));
   }
 }
 
 template <typename C, typename T>
 __global__ void where_kernel(const C* cond, const T* x, const T* y, T* out, std::int64_t n) {
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
-    out[i] = cond[i] != C(0) ? x[i] : y[i];
+    out[i] = is_nonzero(cond[i]) ? x[i] : y[i];
   }
 }
 
@@ -80,7 +92,7 @@ __global__ void where_kernel(const C* cond, const T* x, const T* y, T* out, std:
 
 void unary(UnaryOp op, DType dtype, const void* in, void* out, std::int64_t n, void* stream) {
   if (n == 0) return;
-  TAGFLOW_DTYPE_SWITCH(dtype, T, {
+  TAGFLOW_ANY_DTYPE_SWITCH(dtype, T, {
     with_unary_op(op, [&](auto o) {
       unary_kernel<decltype(o)::value, T>
           <<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(static_cast<const T*>(in),
@@ -93,7 +105,7 @@ void unary(UnaryOp op, DType dtype, const void* in, void* out, std::int64_t n, v
 void binary(BinaryOp op, DType dtype, const void* a, const void* b, void* out, std::int64_t n,
             void* stream) {
   if (n == 0) return;
-  TAGFLOW_DTYPE_SWITCH(dtype, T, {
+  TAGFLOW_ANY_DTYPE_SWITCH(dtype, T, {
     with_binary_op(op, [&](auto o) {
       binary_kernel<decltype(o)::value, T>
           <<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
@@ -106,11 +118,11 @@ void binary(BinaryOp op, DType dtype, const void* a, const void* b, void* out, s
 void binary_scalar(BinaryOp op, DType dtype, const void* a, ScalarOperand scalar, void* out,
                    std::int64_t n, void* stream) {
   if (n == 0) return;
-  TAGFLOW_DTYPE_SWITCH(dtype, T, {
+  TAGFLOW_ANY_DTYPE_SWITCH(dtype, T, {
     with_binary_op(op, [&](auto o) {
       binary_scalar_kernel<decltype(o)::value, T>
           <<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
-              static_cast<const T*>(a), static_cast<T>(scalar.value), scalar.on_left,
+              static_cast<const T*>(a), static_cast<ComputeType<T>>(scalar.value), scalar.on_left,
               static_cast<T*>(out), n);
     });
   });
@@ -122,7 +134,7 @@ void binary_broadcast(BinaryOp op, DType dtype, const void* a, const void* b, vo
   std::int64_t n = 1;
   for (int axis = 0; axis < plan.ndim; ++axis) n *= plan.dims[axis];
   if (n == 0) return;
-  TAGFLOW_DTYPE_SWITCH(dtype, T, {
+  TAGFLOW_ANY_DTYPE_SWITCH(dtype, T, {
     with_binary_op(op, [&](auto o) {
       binary_broadcast_kernel<decltype(o)::value, T>
           <<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
@@ -164,9 +176,10 @@ void arange(DType dtype, double start, double step, void* out, std::int64_t n, v
 void clip(DType dtype, const void* in, double low, double high, void* out, std::int64_t n,
           void* stream) {
   if (n == 0) return;
-  TAGFLOW_DTYPE_SWITCH(dtype, T, {
+  TAGFLOW_ANY_DTYPE_SWITCH(dtype, T, {
+    using C = ComputeType<T>;
     clip_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
-        static_cast<const T*>(in), static_cast<T>(low), static_cast<T>(high), static_cast<T*>(out),
+        static_cast<const T*>(in), static_cast<C>(low), static_cast<C>(high), static_cast<T*>(out),
         n);
   });
   check_launch("clip kernel");
@@ -175,8 +188,8 @@ void clip(DType dtype, const void* in, double low, double high, void* out, std::
 void where(DType cond_dtype, const void* cond, DType dtype, const void* x, const void* y, void* out,
            std::int64_t n, void* stream) {
   if (n == 0) return;
-  TAGFLOW_DTYPE_SWITCH(cond_dtype, C, {
-    TAGFLOW_DTYPE_SWITCH(dtype, T, {
+  TAGFLOW_ANY_DTYPE_SWITCH(cond_dtype, C, {
+    TAGFLOW_ANY_DTYPE_SWITCH(dtype, T, {
       where_kernel<C, T><<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
           static_cast<const C*>(cond), static_cast<const T*>(x), static_cast<const T*>(y),
           static_cast<T*>(out), n);

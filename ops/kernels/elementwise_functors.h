@@ -42,7 +42,7 @@ enum class BinaryOp : std::uint8_t {
   kReluGrad,  ///< b where a > 0, else 0: ReLU's gradient from its input a and dy b
 };
 
-/// Transcendental functions are defined on float32 only.
+/// Transcendental functions are defined on the floating-point dtypes only.
 constexpr bool float_only(UnaryOp op) {
   return op == UnaryOp::kExp || op == UnaryOp::kLog || op == UnaryOp::kSqrt ||
          op == UnaryOp::kSigmoid || op == UnaryOp::kTanh;
@@ -170,6 +170,19 @@ TAGFLOW_HOST_DEVICE TAGFLOW_INLINE T apply_binary(T a, T b) {
   if constexpr (op == BinaryOp::kReluGrad) return a > T(0) ? b : T(0);
 }
 
+/// `x` limited to [low, high]; NaN stays NaN.
+template <typename T>
+TAGFLOW_HOST_DEVICE TAGFLOW_INLINE T clip_value(T x, T low, T high) {
+  return x < low ? low : (x > high ? high : x);
+}
+
+/// True unless `x` is zero (NaN counts as nonzero, -0 as zero).
+template <typename T>
+TAGFLOW_HOST_DEVICE TAGFLOW_INLINE bool is_nonzero(T x) {
+  using C = ComputeType<T>;
+  return static_cast<C>(x) != C(0);
+}
+
 // Note [Conversions between dtypes]
 // astype converts each element by one rule, the same on every device (the
 // CPU kernels and the CUDA kernels both call convert):
@@ -204,9 +217,9 @@ template <typename To, typename From>
 TAGFLOW_HOST_DEVICE TAGFLOW_INLINE To convert(From x) {
   if constexpr (std::is_same_v<To, From>) {
     return x;  // the same bits, NaN payloads included
-  } else if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>) {
+  } else if constexpr (is_half_element<From>) {
     return convert<To>(static_cast<float>(x));
-  } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
+  } else if constexpr (is_half_element<To>) {
     if constexpr (std::is_same_v<From, double>) {
       return To(round_to_odd(x));  // rounded once (Note [Rounding to 16 bits])
     } else {

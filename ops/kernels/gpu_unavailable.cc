@@ -58,18 +58,18 @@ void one_hot(DType, const void*, DType, const OneHotParams&, void*, void*) {
 void reduce(ReduceOp, DType, const void*, void*, const ReducePlan&, void*) {
   unavailable("reduce");
 }
-void softmax(bool, const float*, float*, SoftmaxShape, void*) { unavailable("softmax"); }
+void softmax(bool, DType, const void*, void*, SoftmaxShape, void*) { unavailable("softmax"); }
 
 // dropout_kernels.h, softmax_cross_entropy_kernels.h
 void dropout(const DropoutParams&, const float*, const float*, float*, std::int64_t, void*) {
   unavailable("dropout");
 }
-void softmax_cross_entropy_forward(const float*, DType, const void*, const CrossEntropyShape&,
-                                   float*, float*, void*) {
+void softmax_cross_entropy_forward(const CrossEntropyArrays&, const CrossEntropyShape&, void*,
+                                   float*, void*) {
   unavailable("softmax_cross_entropy");
 }
-void softmax_cross_entropy_backward(const float*, DType, const void*, const float*, const float*,
-                                    const CrossEntropyShape&, float*, void*) {
+void softmax_cross_entropy_backward(const CrossEntropyArrays&, const float*, const void*,
+                                    const CrossEntropyShape&, void*, void*) {
   unavailable("softmax_cross_entropy_backward");
 }
 

@@ -118,11 +118,11 @@ void one_hot(DType index_dtype, const void* indices, DType dtype, const OneHotPa
              void* out, void* stream) {
   const std::int64_t n = params.rows * params.depth;
   if (n == 0) return;
-  TAGFLOW_DTYPE_SWITCH(index_dtype, Index, {
-    TAGFLOW_DTYPE_SWITCH(dtype, T, {
+  TAGFLOW_ANY_DTYPE_SWITCH(index_dtype, Index, {
+    TAGFLOW_ANY_DTYPE_SWITCH(dtype, T, {
       one_hot_kernel<Index, T><<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
-          static_cast<const Index*>(indices), static_cast<T>(params.on_value),
-          static_cast<T>(params.off_value), static_cast<T*>(out), params.depth, n);
+          static_cast<const Index*>(indices), convert_element<T>(params.on_value),
+          convert_element<T>(params.off_value), static_cast<T*>(out), params.depth, n);
     });
   });
   check_launch("one_hot kernel");

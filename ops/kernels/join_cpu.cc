@@ -38,12 +38,12 @@ void join(const JoinPlan& plan, void* out) {
 void one_hot(DType index_dtype, const void* indices, DType dtype, const OneHotParams& params,
              void* out) {
   const std::int64_t depth = params.depth;
-  TAGFLOW_DTYPE_SWITCH(index_dtype, Index, {
-    TAGFLOW_DTYPE_SWITCH(dtype, T, {
+  TAGFLOW_ANY_DTYPE_SWITCH(index_dtype, Index, {
+    TAGFLOW_ANY_DTYPE_SWITCH(dtype, T, {
       const Index* index = static_cast<const Index*>(indices);
       T* y = static_cast<T*>(out);
-      const T on = static_cast<T>(params.on_value);
-      const T off = static_cast<T>(params.off_value);
+      const T on = convert_element<T>(params.on_value);
+      const T off = convert_element<T>(params.off_value);
       parallel_for_range(params.rows, rows_per_block(depth * static_cast<std::int64_t>(sizeof(T))),
                          [&](std::int64_t begin, std::int64_t end) {
                            for (std::int64_t row = begin; row < end; ++row) {

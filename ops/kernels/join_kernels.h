@@ -37,12 +37,12 @@ struct JoinPlan {
 // --- one_hot ------------------------------------------------------------------------
 
 /// The column of the on value for `index`, or -1 when the index is outside
-/// [0, depth) (the row is then all off values). A float32 index is
+/// [0, depth) (the row is then all off values). A floating-point index is
 /// truncated toward zero, as MXNet casts it; NaN is out of range.
 template <typename Index>
 TAGFLOW_HOST_DEVICE TAGFLOW_INLINE std::int64_t one_hot_column(Index index, std::int64_t depth) {
-  if constexpr (std::is_floating_point_v<Index>) {
-    const double x = index;
+  if constexpr (std::is_floating_point_v<ComputeType<Index>>) {
+    const double x = static_cast<double>(static_cast<ComputeType<Index>>(index));
     // trunc(x) lies in [0, depth) exactly when -1 < x < depth.
     return (x > -1.0 && x < static_cast<double>(depth)) ? static_cast<std::int64_t>(x) : -1;
   } else if constexpr (std::is_unsigned_v<Index>) {

@@ -71,8 +71,9 @@ __global__ void reduce_thread_per_output_kernel(const T* in, typename R::Out* ou
   }
 }
 
+template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    softmax_kernel(bool log_output, const float* in, float* out, SoftmaxShape shape) {
+    softmax_kernel(bool log_output, const T* in, T* out, SoftmaxShape shape) {
   using MaxOf = ExtremeReducer<float, true>;
   __shared__ float shared_max[kThreads];
   __shared__ double shared_sum[kThreads];
@@ -80,12 +81,12 @@ __global__ void __launch_bounds__(kThreads)
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const std::int64_t offset =
         (row / shape.inner) * shape.extent * shape.inner + row % shape.inner;
-    const float* x = in + offset;
-    float* y = out + offset;
+    const T* x = in + offset;
+    T* y = out + offset;
 
     float row_max = MaxOf::init();
     for (std::int64_t j = threadIdx.x; j < shape.extent; j += kThreads) {
-      row_max = MaxOf::step(row_max, x[j * shape.inner], j);
+      row_max = MaxOf::step(row_max, static_cast<float>(x[j * shape.inner]), j);
     }
     shared_max[threadIdx.x] = row_max;
     tree_reduce(shared_max, [](float a, float b) { return MaxOf::combine(a, b); });
@@ -93,7 +94,7 @@ __global__ void __launch_bounds__(kThreads)
 
     double sum = 0.0;
     for (std::int64_t j = threadIdx.x; j < shape.extent; j += kThreads) {
-      sum += static_cast<double>(::expf(x[j * shape.inner] - row_max));
+      sum += static_cast<double>(::expf(static_cast<float>(x[j * shape.inner]) - row_max));
     }
     shared_sum[threadIdx.x] = sum;
     tree_reduce(shared_sum, [](double a, double b) { return a + b; });
@@ -101,11 +102,10 @@ __global__ void __launch_bounds__(kThreads)
 
     const double log_sum = ::log(sum);
     for (std::int64_t j = threadIdx.x; j < shape.extent; j += kThreads) {
-      const float v = x[j * shape.inner];
-      y[j * shape.inner] =
-          log_output
-              ? static_cast<float>(static_cast<double>(v) - static_cast<double>(row_max) - log_sum)
-              : static_cast<float>(static_cast<double>(::expf(v - row_max)) / sum);
+      const float v = static_cast<float>(x[j * shape.inner]);
+      y[j * shape.inner] = convert_element<T>(
+          log_output ? static_cast<double>(v) - static_cast<double>(row_max) - log_sum
+                     : static_cast<double>(::expf(v - row_max)) / sum);
     }
     __syncthreads();  // the shared values are read before the next row overwrites them
   }
@@ -118,7 +118,7 @@ void reduce(ReduceOp op, DType dtype, const void* in, void* out, const ReducePla
   if (plan.outputs == 0) return;
   const bool block_per_output =
       plan.reduced >= kLongReduction && (!plan.innermost_kept() || plan.outputs < kFewOutputs);
-  TAGFLOW_DTYPE_SWITCH(dtype, T, {
+  TAGFLOW_ANY_DTYPE_SWITCH(dtype, T, {
     with_reducer<T>(op, [&](auto reducer) {
       using R = decltype(reducer);
       const T* x = static_cast<const T*>(in);
@@ -135,10 +135,14 @@ void reduce(ReduceOp op, DType dtype, const void* in, void* out, const ReducePla
   check_launch("reduce kernel");
 }
 
-void softmax(bool log_output, const float* in, float* out, SoftmaxShape shape, void* stream) {
+void softmax(bool log_output, DType dtype, const void* in, void* out, SoftmaxShape shape,
+             void* stream) {
   const std::int64_t rows = shape.outer * shape.inner;
   if (rows == 0 || shape.extent == 0) return;
-  softmax_kernel<<<block_count(rows), kThreads, 0, as_stream(stream)>>>(log_output, in, out, shape);
+  TAGFLOW_FLOAT_DTYPE_SWITCH(dtype, T, {
+    softmax_kernel<T><<<block_count(rows), kThreads, 0, as_stream(stream)>>>(
+        log_output, static_cast<const T*>(in), static_cast<T*>(out), shape);
+  });
   check_launch("softmax kernel");
 }
 

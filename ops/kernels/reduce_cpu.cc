@@ -174,54 +174,45 @@ void reduce_with(const ReducePlan& plan, const T* in, typename R::Out* out) {
 /// Softmax of `lanes` rows that start at consecutive elements, their
 /// elements `inner` apart: row by row when inner is 1, else side by side
 /// (each row still accumulates in the order of its own elements).
-void softmax_lanes(bool log_output, const float* in, float* out, std::int64_t extent,
-                   std::int64_t inner, std::int64_t lanes, float* row_max, double* row_sum) {
+template <typename T>
+void softmax_lanes(bool log_output, const T* in, T* out, std::int64_t extent, std::int64_t inner,
+                   std::int64_t lanes, float* row_max, double* row_sum) {
+  const auto value = [](T x) { return static_cast<float>(x); };
   for (std::int64_t lane = 0; lane < lanes; ++lane) {
     row_max[lane] = -INFINITY;
     row_sum[lane] = 0.0;
   }
   for (std::int64_t j = 0; j < extent; ++j) {
-    const float* x = in + j * inner;
+    const T* x = in + j * inner;
     for (std::int64_t lane = 0; lane < lanes; ++lane) {
-      row_max[lane] = ExtremeReducer<float, true>::step(row_max[lane], x[lane], j);
+      row_max[lane] = ExtremeReducer<float, true>::step(row_max[lane], value(x[lane]), j);
     }
   }
   for (std::int64_t j = 0; j < extent; ++j) {
-    const float* x = in + j * inner;
+    const T* x = in + j * inner;
     for (std::int64_t lane = 0; lane < lanes; ++lane) {
-      row_sum[lane] += static_cast<double>(std::exp(x[lane] - row_max[lane]));
+      row_sum[lane] += static_cast<double>(std::exp(value(x[lane]) - row_max[lane]));
     }
   }
   if (log_output) {
     for (std::int64_t lane = 0; lane < lanes; ++lane) row_sum[lane] = std::log(row_sum[lane]);
   }
   for (std::int64_t j = 0; j < extent; ++j) {
-    const float* x = in + j * inner;
-    float* y = out + j * inner;
+    const T* x = in + j * inner;
+    T* y = out + j * inner;
     for (std::int64_t lane = 0; lane < lanes; ++lane) {
-      if (log_output) {  // x - max - log(sum), in double so large magnitudes keep their digits
-        y[lane] = static_cast<float>(static_cast<double>(x[lane]) -
-                                     static_cast<double>(row_max[lane]) - row_sum[lane]);
-      } else {
-        y[lane] = static_cast<float>(static_cast<double>(std::exp(x[lane] - row_max[lane])) /
-                                     row_sum[lane]);
-      }
+      const float v = value(x[lane]);
+      // x - max - log(sum), in double so large magnitudes keep their digits;
+      // rounded once to T.
+      y[lane] = convert_element<T>(
+          log_output ? static_cast<double>(v) - static_cast<double>(row_max[lane]) - row_sum[lane]
+                     : static_cast<double>(std::exp(v - row_max[lane])) / row_sum[lane]);
     }
   }
 }
 
-}  // namespace
-
-void reduce(ReduceOp op, DType dtype, const void* in, void* out, const ReducePlan& plan) {
-  TAGFLOW_DTYPE_SWITCH(dtype, T, {
-    with_reducer<T>(op, [&](auto reducer) {
-      using R = decltype(reducer);
-      reduce_with<R>(plan, static_cast<const T*>(in), static_cast<typename R::Out*>(out));
-    });
-  });
-}
-
-void softmax(bool log_output, const float* in, float* out, SoftmaxShape shape) {
+template <typename T>
+void softmax_typed(bool log_output, const T* in, T* out, SoftmaxShape shape) {
   if (shape.outer == 0 || shape.extent == 0 || shape.inner == 0) return;
   const std::int64_t lanes = std::min(shape.inner, kLaneChunk);
   const std::int64_t chunks = (shape.inner + lanes - 1) / lanes;
@@ -237,6 +228,23 @@ void softmax(bool log_output, const float* in, float* out, SoftmaxShape shape) {
       softmax_lanes(log_output, in + offset, out + offset, shape.extent, shape.inner,
                     std::min(lanes, shape.inner - lane_begin), row_max.data(), row_sum.data());
     }
+  });
+}
+
+}  // namespace
+
+void reduce(ReduceOp op, DType dtype, const void* in, void* out, const ReducePlan& plan) {
+  TAGFLOW_ANY_DTYPE_SWITCH(dtype, T, {
+    with_reducer<T>(op, [&](auto reducer) {
+      using R = decltype(reducer);
+      reduce_with<R>(plan, static_cast<const T*>(in), static_cast<typename R::Out*>(out));
+    });
+  });
+}
+
+void softmax(bool log_output, DType dtype, const void* in, void* out, SoftmaxShape shape) {
+  TAGFLOW_FLOAT_DTYPE_SWITCH(dtype, T, {
+    softmax_typed(log_output, static_cast<const T*>(in), static_cast<T*>(out), shape);
   });
 }
 

@@ -13,6 +13,9 @@
 // ranges, so cpu(i) and simulated GPUs give the same bits whatever the
 // thread count. Float sums accumulate in double. A real GPU combines
 // partial results in a tree: deterministic too, but not the CPU's bits.
+// float16 and bfloat16 elements are read as floats and the result rounded
+// once (Note [Half precision arithmetic] in ops/half.h): a half sum is the
+// double sum of the exact values, rounded to the 16-bit type.
 
 #include <cmath>
 #include <cstdint>
@@ -73,10 +76,11 @@ struct ReducePlan {
 ReducePlan make_reduce_plan(const Shape& shape, const bool* reduced_axes);
 
 // --- accumulation bodies -------------------------------------------------------------
-// Each reducer has an accumulator type `Acc`, an output type `Out`, and
-// init / step (one more input, with its reduced index) / combine (two
-// partial results; commutative, so a GPU tree may combine in any order) /
-// finish (the output, given the number of reduced elements).
+// Each reducer over elements of type T has an accumulator type `Acc`, an
+// output type `Out`, and init / step (one more input, with its reduced
+// index) / combine (two partial results; commutative, so a GPU tree may
+// combine in any order) / finish (the output, given the number of reduced
+// elements). A 16-bit element is stepped in as its float (ComputeType).
 
 template <typename T>
 TAGFLOW_HOST_DEVICE TAGFLOW_INLINE bool is_nan(T x) {
@@ -91,7 +95,14 @@ TAGFLOW_HOST_DEVICE TAGFLOW_INLINE bool is_nan(T x) {
 /// modulo 2^64, which the final conversion wraps into T's range: the sum
 /// wraps exactly as a chain of elementwise integer additions would.
 template <typename T>
-using SumAccumulator = std::conditional_t<std::is_floating_point_v<T>, double, std::uint64_t>;
+using SumAccumulator =
+    std::conditional_t<std::is_floating_point_v<ComputeType<T>>, double, std::uint64_t>;
+
+/// The value of element `x` as a double.
+template <typename T>
+TAGFLOW_HOST_DEVICE TAGFLOW_INLINE double as_double(T x) {
+  return static_cast<double>(static_cast<ComputeType<T>>(x));
+}
 
 template <typename T>
 struct SumReducer {
@@ -99,40 +110,45 @@ struct SumReducer {
   using Out = T;
   static TAGFLOW_HOST_DEVICE TAGFLOW_INLINE Acc init() { return Acc(0); }
   static TAGFLOW_HOST_DEVICE TAGFLOW_INLINE Acc step(Acc a, T x, std::int64_t) {
-    return a + static_cast<Acc>(x);
+    return a + static_cast<Acc>(static_cast<ComputeType<T>>(x));
   }
   static TAGFLOW_HOST_DEVICE TAGFLOW_INLINE Acc combine(Acc a, Acc b) { return a + b; }
   static TAGFLOW_HOST_DEVICE TAGFLOW_INLINE Out finish(Acc a, std::int64_t) {
-    return static_cast<Out>(a);
+    return convert_element<Out>(a);
   }
 };
+
+/// The mean and the norm give float32 for float32 and integer arrays, and
+/// the array's own type for float16 and bfloat16 (as NumPy does).
+template <typename T>
+using MeanType = std::conditional_t<is_half_element<T>, T, float>;
 
 template <typename T>
 struct MeanReducer {
   using Acc = double;
-  using Out = float;
+  using Out = MeanType<T>;
   static TAGFLOW_HOST_DEVICE TAGFLOW_INLINE Acc init() { return 0.0; }
   static TAGFLOW_HOST_DEVICE TAGFLOW_INLINE Acc step(Acc a, T x, std::int64_t) {
-    return a + static_cast<double>(x);
+    return a + as_double(x);
   }
   static TAGFLOW_HOST_DEVICE TAGFLOW_INLINE Acc combine(Acc a, Acc b) { return a + b; }
   static TAGFLOW_HOST_DEVICE TAGFLOW_INLINE Out finish(Acc a, std::int64_t count) {
-    return static_cast<float>(a / static_cast<double>(count));
+    return convert_element<Out>(a / static_cast<double>(count));
   }
 };
 
 template <typename T>
 struct NormReducer {
   using Acc = double;
-  using Out = float;
+  using Out = MeanType<T>;
   static TAGFLOW_HOST_DEVICE TAGFLOW_INLINE Acc init() { return 0.0; }
   static TAGFLOW_HOST_DEVICE TAGFLOW_INLINE Acc step(Acc a, T x, std::int64_t) {
-    const double v = static_cast<double>(x);
+    const double v = as_double(x);
     return a + v * v;
   }
   static TAGFLOW_HOST_DEVICE TAGFLOW_INLINE Acc combine(Acc a, Acc b) { return a + b; }
   static TAGFLOW_HOST_DEVICE TAGFLOW_INLINE Out finish(Acc a, std::int64_t) {
-    return static_cast<float>(::sqrt(a));
+    return convert_element<Out>(::sqrt(a));
   }
 };
 
@@ -161,16 +177,20 @@ TAGFLOW_HOST_DEVICE TAGFLOW_INLINE T extreme_start() {
 
 template <typename T, bool kMax>
 struct ExtremeReducer {
-  using Acc = T;
+  using Acc = ComputeType<T>;
   using Out = T;
-  static TAGFLOW_HOST_DEVICE TAGFLOW_INLINE Acc init() { return extreme_start<kMax, T>(); }
+  static TAGFLOW_HOST_DEVICE TAGFLOW_INLINE Acc init() { return extreme_start<kMax, Acc>(); }
   static TAGFLOW_HOST_DEVICE TAGFLOW_INLINE Acc step(Acc a, T x, std::int64_t) {
-    return beats<kMax>(x, a) ? x : a;
+    const Acc v = static_cast<Acc>(x);
+    return beats<kMax>(v, a) ? v : a;
   }
   static TAGFLOW_HOST_DEVICE TAGFLOW_INLINE Acc combine(Acc a, Acc b) {
     return beats<kMax>(b, a) ? b : a;
   }
-  static TAGFLOW_HOST_DEVICE TAGFLOW_INLINE Out finish(Acc a, std::int64_t) { return a; }
+  /// Exact: the extreme is one of the elements (or +-inf for none).
+  static TAGFLOW_HOST_DEVICE TAGFLOW_INLINE Out finish(Acc a, std::int64_t) {
+    return convert_element<Out>(a);
+  }
 };
 template <typename T>
 using MaxReducer = ExtremeReducer<T, true>;
@@ -188,9 +208,9 @@ struct IndexedValue {
 /// The index of the first maximum; a NaN counts as the maximum.
 template <typename T>
 struct ArgmaxReducer {
-  using Acc = IndexedValue<T>;
+  using Acc = IndexedValue<ComputeType<T>>;
   using Out = std::int64_t;
-  static TAGFLOW_HOST_DEVICE TAGFLOW_INLINE Acc init() { return {T(0), -1}; }
+  static TAGFLOW_HOST_DEVICE TAGFLOW_INLINE Acc init() { return {ComputeType<T>(0), -1}; }
   static TAGFLOW_HOST_DEVICE TAGFLOW_INLINE Acc combine(Acc a, Acc b) {
     if (a.index < 0) return b;
     if (b.index < 0) return a;
@@ -199,7 +219,7 @@ struct ArgmaxReducer {
     return b.index < a.index ? b : a;  // a tie: the first one
   }
   static TAGFLOW_HOST_DEVICE TAGFLOW_INLINE Acc step(Acc a, T x, std::int64_t index) {
-    return combine(a, Acc{x, index});
+    return combine(a, Acc{static_cast<ComputeType<T>>(x), index});
   }
   static TAGFLOW_HOST_DEVICE TAGFLOW_INLINE Out finish(Acc a, std::int64_t) { return a.index; }
 };
@@ -239,18 +259,20 @@ struct SoftmaxShape {
 
 // --- entry points --------------------------------------------------------------------
 // `in` has `dtype`; `out` has the reducer's output type (`dtype` for sum,
-// max and min; float32 for mean and norm; int64 for argmax).
+// max and min; MeanType for mean and norm; int64 for argmax).
 
 namespace cpu_kernels {
 void reduce(ReduceOp op, DType dtype, const void* in, void* out, const ReducePlan& plan);
-/// softmax (or log_softmax when `log`) of float32 `in` into `out`.
-void softmax(bool log_output, const float* in, float* out, SoftmaxShape shape);
+/// softmax (or log_softmax when `log_output`) of `in` into `out`, both of
+/// floating-point `dtype`.
+void softmax(bool log_output, DType dtype, const void* in, void* out, SoftmaxShape shape);
 }  // namespace cpu_kernels
 
 namespace gpu_kernels {
 void reduce(ReduceOp op, DType dtype, const void* in, void* out, const ReducePlan& plan,
             void* stream);
-void softmax(bool log_output, const float* in, float* out, SoftmaxShape shape, void* stream);
+void softmax(bool log_output, DType dtype, const void* in, void* out, SoftmaxShape shape,
+             void* stream);
 }  // namespace gpu_kernels
 
 }  // namespace tagflow::detail

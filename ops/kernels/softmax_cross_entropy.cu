@@ -99,9 +99,9 @@ struct RowTeam {
   }
 };
 
-template <bool kBlockPerRow, typename Label>
+template <bool kBlockPerRow, typename P, typename Label>
 __global__ void __launch_bounds__(kThreads)
-    forward_kernel(const float* pred, const Label* label, CrossEntropyShape shape, float* loss,
+    forward_kernel(const P* pred, const Label* label, CrossEntropyShape shape, P* loss,
                    float* stats) {
   using Team = RowTeam<kBlockPerRow>;
   __shared__ float max_scratch[kWarps];
@@ -110,21 +110,23 @@ __global__ void __launch_bounds__(kThreads)
   // The loop bound is the same for every thread of a team: the shuffles and
   // barriers inside are reached by all of them.
   for (std::int64_t row = Team::first_row(); row < shape.batch; row += Team::row_stride()) {
-    const float* x = pred + row * classes;
+    const P* x = pred + row * classes;
     float row_max = MaxOf::init();
     for (std::int64_t j = Team::lane(); j < classes; j += Team::kSize) {
-      row_max = MaxOf::step(row_max, x[j], j);
+      row_max = MaxOf::step(row_max, static_cast<float>(x[j]), j);
     }
     row_max = Team::reduce_max(row_max, max_scratch);
     double sum = 0.0;
     for (std::int64_t j = Team::lane(); j < classes; j += Team::kSize) {
-      sum += static_cast<double>(::expf(x[j] - row_max));
+      sum += static_cast<double>(::expf(static_cast<float>(x[j]) - row_max));
     }
     sum = Team::reduce_sum(sum, sum_scratch);
     if (Team::lane() == 0) {
       const double log_sum = ::log(sum);
       const std::int64_t column = one_hot_column(label[row], classes);
-      loss[row] = column < 0 ? CUDART_NAN_F : cross_entropy_loss(row_max, log_sum, x[column]);
+      loss[row] = column < 0 ? convert_element<P>(CUDART_NAN_F)
+                             : convert_element<P>(cross_entropy_loss(
+                                   row_max, log_sum, static_cast<float>(x[column])));
       if (stats != nullptr) {
         stats[2 * row] = row_max;
         stats[2 * row + 1] = static_cast<float>(log_sum);
@@ -133,58 +135,65 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <typename Label>
-__global__ void backward_kernel(const float* pred, const Label* label, const float* stats,
-                                const float* out_grad, CrossEntropyShape shape, float* pred_grad) {
+template <typename P, typename Label>
+__global__ void backward_kernel(const P* pred, const Label* label, const float* stats,
+                                const P* out_grad, CrossEntropyShape shape, P* pred_grad) {
   const std::int64_t classes = shape.classes;
   const std::int64_t n = shape.batch * classes;
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
     const std::int64_t row = i / classes;
     const std::int64_t column = one_hot_column(label[row], classes);
     const RowStats row_stats{stats[2 * row], stats[2 * row + 1]};
-    pred_grad[i] = column < 0 ? CUDART_NAN_F
-                              : cross_entropy_gradient(pred[i], row_stats,
-                                                       i - row * classes == column, out_grad[row]);
+    pred_grad[i] = convert_element<P>(
+        column < 0 ? CUDART_NAN_F
+                   : cross_entropy_gradient(static_cast<float>(pred[i]), row_stats,
+                                            i - row * classes == column,
+                                            static_cast<float>(out_grad[row])));
   }
 }
 
-template <bool kBlockPerRow, typename Label>
-void launch_forward(const float* pred, const Label* label, const CrossEntropyShape& shape,
-                    float* loss, float* stats, cudaStream_t stream) {
+template <bool kBlockPerRow, typename P, typename Label>
+void launch_forward(const P* pred, const Label* label, const CrossEntropyShape& shape, P* loss,
+                    float* stats, cudaStream_t stream) {
   constexpr std::int64_t kRowsPerBlock = RowTeam<kBlockPerRow>::kRowsPerBlock;
-  forward_kernel<kBlockPerRow, Label>
+  forward_kernel<kBlockPerRow, P, Label>
       <<<blocks_for(shape.batch, kRowsPerBlock), kThreads, 0, stream>>>(pred, label, shape, loss,
                                                                         stats);
 }
 
 }  // namespace
 
-void softmax_cross_entropy_forward(const float* pred, DType label_dtype, const void* label,
-                                   const CrossEntropyShape& shape, float* loss, float* stats,
-                                   void* stream) {
+void softmax_cross_entropy_forward(const CrossEntropyArrays& in, const CrossEntropyShape& shape,
+                                   void* loss, float* stats, void* stream) {
   if (shape.batch == 0) return;
   const auto s = as_stream(stream);
   const bool block_per_row = shape.classes >= kBlockPerRowClasses;
-  TAGFLOW_DTYPE_SWITCH(label_dtype, Label, {
-    const Label* labels = static_cast<const Label*>(label);
-    if (block_per_row) {
-      launch_forward<true>(pred, labels, shape, loss, stats, s);
-    } else {
-      launch_forward<false>(pred, labels, shape, loss, stats, s);
-    }
+  TAGFLOW_ANY_DTYPE_SWITCH(in.label_dtype, Label, {
+    TAGFLOW_FLOAT_DTYPE_SWITCH(in.dtype, P, {
+      const P* pred = static_cast<const P*>(in.pred);
+      const Label* labels = static_cast<const Label*>(in.label);
+      P* losses = static_cast<P*>(loss);
+      if (block_per_row) {
+        launch_forward<true>(pred, labels, shape, losses, stats, s);
+      } else {
+        launch_forward<false>(pred, labels, shape, losses, stats, s);
+      }
+    });
   });
   check_launch("softmax_cross_entropy forward kernel");
 }
 
-void softmax_cross_entropy_backward(const float* pred, DType label_dtype, const void* label,
-                                    const float* stats, const float* out_grad,
-                                    const CrossEntropyShape& shape, float* pred_grad,
-                                    void* stream) {
+void softmax_cross_entropy_backward(const CrossEntropyArrays& in, const float* stats,
+                                    const void* out_grad, const CrossEntropyShape& shape,
+                                    void* pred_grad, void* stream) {
   const std::int64_t n = shape.batch * shape.classes;
   if (n == 0) return;
-  TAGFLOW_DTYPE_SWITCH(label_dtype, Label, {
-    backward_kernel<Label><<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
-        pred, static_cast<const Label*>(label), stats, out_grad, shape, pred_grad);
+  TAGFLOW_ANY_DTYPE_SWITCH(in.label_dtype, Label, {
+    TAGFLOW_FLOAT_DTYPE_SWITCH(in.dtype, P, {
+      backward_kernel<P, Label><<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
+          static_cast<const P*>(in.pred), static_cast<const Label*>(in.label), stats,
+          static_cast<const P*>(out_grad), shape, static_cast<P*>(pred_grad));
+    });
   });
   check_launch("softmax_cross_entropy backward kernel");
 }

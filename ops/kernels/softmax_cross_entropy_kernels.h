@@ -13,7 +13,10 @@
 //
 // Labels are read in their own dtype and mapped to a column as one_hot does
 // (one_hot_column in join_kernels.h: a float label is truncated toward
-// zero; NaN is out of range).
+// zero; NaN is out of range). Predictions, losses and gradients share one
+// floating-point dtype; float16 and bfloat16 ones are computed in float and
+// rounded once when stored (Note [Half precision arithmetic] in ops/half.h);
+// the (m, s) pairs stay float32.
 
 #include <cmath>
 #include <cstdint>
@@ -49,11 +52,10 @@ struct RowStats {
   float log_sum = 0;  ///< s
 };
 
-/// loss = (m - x_label) + s, in double, rounded once.
-TAGFLOW_HOST_DEVICE TAGFLOW_INLINE float cross_entropy_loss(float row_max, double log_sum,
-                                                            float x_label) {
-  return static_cast<float>((static_cast<double>(row_max) - static_cast<double>(x_label)) +
-                            log_sum);
+/// loss = (m - x_label) + s, in double (rounded once by the caller).
+TAGFLOW_HOST_DEVICE TAGFLOW_INLINE double cross_entropy_loss(float row_max, double log_sum,
+                                                             float x_label) {
+  return (static_cast<double>(row_max) - static_cast<double>(x_label)) + log_sum;
 }
 
 /// d loss / d x_j times the sample's output gradient: (softmax_j - [j is
@@ -64,28 +66,34 @@ TAGFLOW_HOST_DEVICE TAGFLOW_INLINE float cross_entropy_gradient(float x, RowStat
   return (is_label ? p - 1.0f : p) * out_grad;
 }
 
+/// The arrays of one loss: `pred`, `loss`, `out_grad` and `pred_grad` are
+/// of `dtype` (floating point), `label` of `label_dtype`.
+struct CrossEntropyArrays {
+  DType dtype = DType::kFloat32;
+  const void* pred = nullptr;  ///< (batch, classes)
+  DType label_dtype = DType::kInt32;
+  const void* label = nullptr;  ///< (batch)
+};
+
 namespace cpu_kernels {
-/// loss (batch) from pred and label (of `label_dtype`); `stats` (batch, 2)
-/// is written unless null.
-void softmax_cross_entropy_forward(const float* pred, DType label_dtype, const void* label,
-                                   const CrossEntropyShape& shape, BadLabel bad_label, float* loss,
-                                   float* stats);
+/// loss (batch) from pred and label; `stats` (batch, 2) is written unless
+/// null.
+void softmax_cross_entropy_forward(const CrossEntropyArrays& in, const CrossEntropyShape& shape,
+                                   BadLabel bad_label, void* loss, float* stats);
 /// pred_grad (batch, classes) from pred, label, the forward's stats and the
 /// loss's gradient `out_grad` (batch).
-void softmax_cross_entropy_backward(const float* pred, DType label_dtype, const void* label,
-                                    const float* stats, const float* out_grad,
-                                    const CrossEntropyShape& shape, BadLabel bad_label,
-                                    float* pred_grad);
+void softmax_cross_entropy_backward(const CrossEntropyArrays& in, const float* stats,
+                                    const void* out_grad, const CrossEntropyShape& shape,
+                                    BadLabel bad_label, void* pred_grad);
 }  // namespace cpu_kernels
 
 namespace gpu_kernels {
 /// As the CPU kernels, with BadLabel::kNaN.
-void softmax_cross_entropy_forward(const float* pred, DType label_dtype, const void* label,
-                                   const CrossEntropyShape& shape, float* loss, float* stats,
-                                   void* stream);
-void softmax_cross_entropy_backward(const float* pred, DType label_dtype, const void* label,
-                                    const float* stats, const float* out_grad,
-                                    const CrossEntropyShape& shape, float* pred_grad, void* stream);
+void softmax_cross_entropy_forward(const CrossEntropyArrays& in, const CrossEntropyShape& shape,
+                                   void* loss, float* stats, void* stream);
+void softmax_cross_entropy_backward(const CrossEntropyArrays& in, const float* stats,
+                                    const void* out_grad, const CrossEntropyShape& shape,
+                                    void* pred_grad, void* stream);
 }  // namespace gpu_kernels
 
 }  // namespace tagflow::detail

@@ -25,7 +25,7 @@ void transpose(DType dtype, const void* in, void* out, const TransposePlan& plan
   for (int axis = 0; axis < plan.ndim; ++axis) n *= plan.dims[axis];
   if (n == 0) return;
   constexpr int kThreads = 256;
-  TAGFLOW_DTYPE_SWITCH(dtype, T, {
+  TAGFLOW_ANY_DTYPE_SWITCH(dtype, T, {
     transpose_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
         static_cast<const T*>(in), static_cast<T*>(out), plan, n);
   });

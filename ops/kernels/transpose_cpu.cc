@@ -15,7 +15,7 @@ void transpose(DType dtype, const void* in, void* out, const TransposePlan& plan
   for (int axis = 0; axis + 1 < plan.ndim; ++axis) rows *= plan.dims[axis];
   if (rows * inner == 0) return;
   const std::int64_t grain = std::max<std::int64_t>(1, kParallelGrain / inner);
-  TAGFLOW_DTYPE_SWITCH(dtype, T, {
+  TAGFLOW_ANY_DTYPE_SWITCH(dtype, T, {
     const T* x = static_cast<const T*>(in);
     T* y = static_cast<T*>(out);
     parallel_for_range(rows, grain, [&](std::int64_t begin, std::int64_t end) {

@@ -59,7 +59,7 @@ std::vector<BadInputCase> reduction_cases() {
     if (r.float_only) {
       cases.push_back(refused(r.name + "_of_int32",
                               [f = r.all](Arrays& x) { return f(x.ints, true); },
-                              {r.name + ": expected a float32 array", "got int32"}));
+                              {r.name + ": expected a floating-point array", "got int32"}));
     }
     if (r.name != "sum" && r.name != "norm") {
       cases.push_back(
@@ -82,7 +82,7 @@ std::vector<BadInputCase> reduction_cases() {
   cases.push_back(refused("softmax_over_a_missing_axis", [](Arrays& x) { return softmax(x.a, 2); },
                           {"softmax: axis 2 is out of range for an array of shape (2x3)"}));
   cases.push_back(refused("softmax_of_int32", [](Arrays& x) { return softmax(x.ints); },
-                          {"softmax: expected a float32 array", "got int32"}));
+                          {"softmax: expected a floating-point array", "got int32"}));
   cases.push_back(refused("softmax_of_a_scalar", [](Arrays&) { return softmax(zeros(Shape{})); },
                           {"softmax: axis -1 is out of range", "0 dimension(s)"}));
   cases.push_back(refused("log_softmax_over_a_missing_axis",
@@ -344,7 +344,8 @@ std::vector<BadInputCase> loss_and_normalization_cases() {
               {"softmax_cross_entropy: expected labels of shape (2)", "got (2x1)"}),
       refused("softmax_cross_entropy_of_int32_predictions",
               [](Arrays& x) { return softmax_cross_entropy(x.ints, x.labels); },
-              {"softmax_cross_entropy: expected a float32 array as the first argument, got int32"}),
+              {"softmax_cross_entropy: expected a floating-point array",
+               "as the first argument, got int32"}),
       refused("softmax_cross_entropy_with_labels_on_a_gpu",
               [](Arrays& x) { return softmax_cross_entropy(x.a, x.labels.copyto(gpu(1))); },
               {"softmax_cross_entropy", "on cpu(0) while the 2nd argument is on gpu(1)"}),

@@ -287,9 +287,9 @@ std::vector<BadInputCase> elementwise_cases() {
     cases.push_back(refused(name + "_of_an_empty_handle", [f = f](Arrays&) { return f(NDArray()); },
                             {name + ": the first argument is an empty array"}));
     if (name == "exp" || name == "log" || name == "sqrt" || name == "sigmoid" || name == "tanh") {
-      cases.push_back(
-          refused(name + "_of_int32", [f = f](Arrays& x) { return f(x.ints); },
-                  {name + ": expected a float32 array as the first argument, got int32"}));
+      cases.push_back(refused(
+          name + "_of_int32", [f = f](Arrays& x) { return f(x.ints); },
+          {name + ": expected a floating-point array", "as the first argument, got int32"}));
     }
   }
   cases.push_back(refused("unary_minus_of_an_empty_handle", [](Arrays&) { return -NDArray(); },
@@ -369,8 +369,10 @@ std::vector<BadInputCase> elementwise_cases() {
                           {"mul_scalar: the scalar 0.5 cannot be used with a uint8 array"}));
   cases.push_back(refused("power_scalar_of_int32", [](Arrays& x) { return power(x.ints, 2.0); },
                           {"power_scalar", "float32", "int32"}));
-  cases.push_back(refused("rpower_scalar_of_int32", [](Arrays& x) { return power(2.0, x.ints); },
-                          {"rpower_scalar", "float32 array as the 2nd argument, got int32"}));
+  cases.push_back(refused(
+      "rpower_scalar_of_int32", [](Arrays& x) { return power(2.0, x.ints); },
+      {"rpower_scalar",
+       "floating-point array (float32, float16 or bfloat16) as the 2nd argument, got int32"}));
 
   const std::vector<std::pair<std::string, InPlace>> in_place = {
       {"broadcast_add", [](NDArray& p, const NDArray& q) -> NDArray& { return p += q; }},

@@ -399,8 +399,8 @@ TEST(ElementwiseTest, BadInputGetsTypedErrorsAndLeavesTheEngineUsable) {
             "broadcast_mul: all inputs must have the same dtype, but the first argument is float32 "
             "while the 2nd argument is int32. Convert one with astype()");
   EXPECT_EQ(error_of([&] { (void)exp(i); }),
-            "exp: expected a float32 array as the first argument, got int32. Convert it with "
-            "astype(DType::kFloat32)");
+            "exp: expected a floating-point array (float32, float16 or bfloat16) as the first "
+            "argument, got int32. Convert it with astype(DType::kFloat32)");
   EXPECT_EQ(error_of([&] { (void)(i + 2.5); }),
             "plus_scalar: the scalar 2.5 cannot be used with a int32 array: expected an integer "
             "in [-2147483648, 2147483647]");

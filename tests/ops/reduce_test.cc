@@ -396,11 +396,11 @@ TEST(ReduceTest, BadInputGetsTypedErrorsAndLeavesTheEngineUsable) {
             "sum: axis 0 repeats axis 0 of an array of shape (2x3x4): each axis may be reduced "
             "only once");
   EXPECT_EQ(error_of([&] { (void)mean(ints); }),
-            "mean: expected a float32 array as the first argument, got int32. Convert it with "
-            "astype(DType::kFloat32)");
+            "mean: expected a floating-point array (float32, float16 or bfloat16) as the first "
+            "argument, got int32. Convert it with astype(DType::kFloat32)");
   EXPECT_EQ(error_of([&] { (void)norm(ints, 0); }),
-            "norm: expected a float32 array as the first argument, got int32. Convert it with "
-            "astype(DType::kFloat32)");
+            "norm: expected a floating-point array (float32, float16 or bfloat16) as the first "
+            "argument, got int32. Convert it with astype(DType::kFloat32)");
   for (const char* op : {"max", "min", "mean", "argmax"}) {
     const std::string name = op;
     EXPECT_EQ(error_of([&] {

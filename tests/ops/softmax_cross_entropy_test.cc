@@ -269,8 +269,8 @@ TEST(SoftmaxCrossEntropyTest, BadInputIsRefusedBeforeAnythingIsPushed) {
   EXPECT_EQ(error_of([&] {
               (void)softmax_cross_entropy(zeros({4, 3}, DType::kInt32), label);
             }),
-            "softmax_cross_entropy: expected a float32 array as the first argument, got int32. "
-            "Convert it with astype(DType::kFloat32)");
+            "softmax_cross_entropy: expected a floating-point array (float32, float16 or "
+            "bfloat16) as the first argument, got int32. Convert it with astype(DType::kFloat32)");
   EXPECT_EQ(error_of([&] {
               (void)softmax_cross_entropy(zeros({4, 0}), label);
             }),

@@ -177,8 +177,8 @@ TEST(SoftmaxTest, BadInputGetsTypedErrorsAndLeavesTheEngineUsable) {
   EXPECT_EQ(error_of([&] {
               (void)softmax(zeros({2, 3}, DType::kInt32));
             }),
-            "softmax: expected a float32 array as the first argument, got int32. Convert it with "
-            "astype(DType::kFloat32)");
+            "softmax: expected a floating-point array (float32, float16 or bfloat16) as the first "
+            "argument, got int32. Convert it with astype(DType::kFloat32)");
   EXPECT_EQ(error_of([&] { (void)log_softmax(x, 2); }),
             "log_softmax: axis 2 is out of range for an array of shape (2x3), which has 2 "
             "dimension(s)");
