@@ -8,6 +8,7 @@
 #include "ops/creation.h"
 #include "ops/detail/operator_checks.h"
 #include "ops/kernels/batch_norm_kernels.h"
+#include "ops/kernels/float_staging.h"
 #include "ops/kernels/launch.h"
 
 namespace tagflow {
@@ -48,7 +49,12 @@ BatchNormShape check_arguments(const NDArray& x, const NDArray& gamma, const NDA
                                 {&running_mean, "running_mean", 4},
                                 {&running_var, "running_var", 5}};
   detail::check_same_context(kName, {&x, &gamma, &beta, &running_mean, &running_var});
-  for (const Argument& a : arguments) detail::check_float32(kName, *a.array, a.position);
+  // The input in any floating dtype; the per-channel values float32 (the
+  // master values of mixed precision, as cuDNN takes them).
+  detail::check_floating(kName, x, 1);
+  for (const Argument& a : arguments) {
+    if (a.position != 1) detail::check_float32(kName, *a.array, a.position);
+  }
   TAGFLOW_CHECK(x.ndim() >= 2,
                 "batch_norm: expected the input as an (N, C) or (N, C, ...) array with the "
                 "channels on axis 1, got ({})",
@@ -101,18 +107,20 @@ std::vector<NDArray> backward(const BatchNormShape& s, const BatchNormParams& p,
   const Shape per_channel{s.channels};
   std::vector<NDArray> grads(3);
   if (s.size() == 0) {  // an empty batch in inference: nothing flows
-    grads = {zeros(x.shape(), DType::kFloat32, ctx), zeros(per_channel, DType::kFloat32, ctx),
+    grads = {zeros(x.shape(), x.dtype(), ctx), zeros(per_channel, DType::kFloat32, ctx),
              zeros(per_channel, DType::kFloat32, ctx)};
   } else {
-    NDArray dx(x.shape(), DType::kFloat32, ctx);
+    const DType dtype = x.dtype();
+    NDArray dx(x.shape(), dtype, ctx);
     NDArray dgamma(per_channel, DType::kFloat32, ctx);
     NDArray dbeta(per_channel, DType::kFloat32, ctx);
-    const float* px = x.data<float>();
-    const float* pdy = dy.data<float>();
+    const void* px = x.raw_data();
+    const void* pdy = dy.raw_data();
     const float* pgamma = gamma.data<float>();
     const float* pmean = save_mean.data<float>();
     const float* pinv_std = save_inv_std.data<float>();
-    float* pdx = dx.data<float>();
+    void* pdx = dx.raw_data();
+    const std::int64_t n = s.size();
     float* pdgamma = dgamma.data<float>();
     float* pdbeta = dbeta.data<float>();
     const int device = ctx.index;
@@ -123,12 +131,16 @@ std::vector<NDArray> backward(const BatchNormShape& s, const BatchNormParams& p,
           run_kernel(
               rc,
               [=] {
-                cpu_kernels::batch_norm_backward(s, p, batch_statistics, px, pdy, pgamma, pmean,
-                                                 pinv_std, pdx, pdgamma, pdbeta);
+                detail::Float32Staging staging(ctx, dtype);
+                cpu_kernels::batch_norm_backward(s, p, batch_statistics, staging.input(px, n),
+                                                 staging.input(pdy, n), pgamma, pmean, pinv_std,
+                                                 staging.output(pdx, n), pdgamma, pdbeta);
+                staging.commit();
               },
               [=](void* stream) {
-                gpu_kernels::batch_norm_backward(s, p, batch_statistics, px, pdy, pgamma, pmean,
-                                                 pinv_std, pdx, pdgamma, pdbeta, device, stream);
+                gpu_kernels::batch_norm_backward(s, p, batch_statistics, dtype, px, pdy, pgamma,
+                                                 pmean, pinv_std, pdx, pdgamma, pdbeta, device,
+                                                 stream);
               });
         });
     grads = {dx, dgamma, dbeta};
@@ -149,7 +161,8 @@ NDArray batch_norm(const NDArray& x, const NDArray& gamma, const NDArray& beta,
   const bool training = options.training;
   const Context ctx = x.context();
   const bool recorded = detail::recording() && detail::any_needs_grad({&x, &gamma, &beta});
-  NDArray y(x.shape(), DType::kFloat32, ctx);
+  const DType dtype = x.dtype();
+  NDArray y(x.shape(), dtype, ctx);
   // What the backward pass reads: Note [Gradient of batch normalization].
   NDArray save_mean;
   NDArray save_inv_std;
@@ -158,10 +171,11 @@ NDArray batch_norm(const NDArray& x, const NDArray& gamma, const NDArray& beta,
     save_inv_std = NDArray(Shape{s.channels}, DType::kFloat32, ctx);
   }
   if (s.size() != 0) {
-    const float* px = x.data<float>();
+    const void* px = x.raw_data();
     const float* pgamma = gamma.data<float>();
     const float* pbeta = beta.data<float>();
-    float* py = y.data<float>();
+    void* py = y.raw_data();
+    const std::int64_t n = s.size();
     float* psave_mean = save_mean.defined() ? save_mean.data<float>() : nullptr;
     float* psave_inv_std = save_inv_std.defined() ? save_inv_std.data<float>() : nullptr;
     float* prunning_mean = running_mean.data<float>();
@@ -182,13 +196,16 @@ NDArray batch_norm(const NDArray& x, const NDArray& gamma, const NDArray& beta,
         run_kernel(
             rc,
             [=] {
-              cpu_kernels::batch_norm_forward_training(s, p, px, pgamma, pbeta, py, psave_mean,
+              detail::Float32Staging staging(ctx, dtype);
+              cpu_kernels::batch_norm_forward_training(s, p, staging.input(px, n), pgamma, pbeta,
+                                                       staging.output(py, n), psave_mean,
                                                        psave_inv_std, prunning_mean, prunning_var);
+              staging.commit();
             },
             [=](void* stream) {
-              gpu_kernels::batch_norm_forward_training(s, p, px, pgamma, pbeta, py, psave_mean,
-                                                       psave_inv_std, prunning_mean, prunning_var,
-                                                       device, stream);
+              gpu_kernels::batch_norm_forward_training(s, p, dtype, px, pgamma, pbeta, py,
+                                                       psave_mean, psave_inv_std, prunning_mean,
+                                                       prunning_var, device, stream);
             });
       });
     } else {
@@ -196,14 +213,16 @@ NDArray batch_norm(const NDArray& x, const NDArray& gamma, const NDArray& beta,
         run_kernel(
             rc,
             [=] {
-              cpu_kernels::batch_norm_forward_inference(s, p, px, pgamma, pbeta, prunning_mean,
-                                                        prunning_var, py, psave_mean,
-                                                        psave_inv_std);
+              detail::Float32Staging staging(ctx, dtype);
+              cpu_kernels::batch_norm_forward_inference(
+                  s, p, staging.input(px, n), pgamma, pbeta, prunning_mean, prunning_var,
+                  staging.output(py, n), psave_mean, psave_inv_std);
+              staging.commit();
             },
             [=](void* stream) {
-              gpu_kernels::batch_norm_forward_inference(s, p, px, pgamma, pbeta, prunning_mean,
-                                                        prunning_var, py, psave_mean, psave_inv_std,
-                                                        device, stream);
+              gpu_kernels::batch_norm_forward_inference(s, p, dtype, px, pgamma, pbeta,
+                                                        prunning_mean, prunning_var, py, psave_mean,
+                                                        psave_inv_std, device, stream);
             });
       });
     }

@@ -1,5 +1,5 @@
 #pragma once
-// Batch normalization (Ioffe and Szegedy), float32, channels on axis 1: an
+// Batch normalization (Ioffe and Szegedy), channels on axis 1: an
 // (N, C) array, or (N, C, ...) such as NCHW images, is normalized per channel
 // over the batch and every axis after the channels, then scaled and shifted
 // per channel. As MXNet's BatchNorm and PyTorch's batch_norm compute it. One
@@ -29,7 +29,9 @@
 // m > 1. Inference normalizes with the running statistics and leaves them
 // untouched. The CPU kernels accumulate the statistics in double (Note
 // [Batch normalization on the CPU] in kernels/batch_norm_cpu.cc), cuDNN in
-// its own way; y is computed in float32.
+// its own way; y is computed in float32. The input (and so y and its
+// gradient) may be float16 or bfloat16, computed in float32 and rounded
+// once; the per-channel values stay float32, as in mixed precision.
 //
 // Note [Gradient of batch normalization]
 // With x^ = (x - mean) / sqrt(var + eps) and dy the output's gradient:
@@ -63,7 +65,8 @@ struct BatchNormOptions {
 /// Batch normalization of `x` (N, C) or (N, C, ...): each channel c is
 /// normalized (Note [Batch statistics and running statistics]), then
 /// multiplied by gamma[c] and shifted by beta[c]. `gamma`, `beta`,
-/// `running_mean` and `running_var` are (C), float32 like `x`, on x's device;
+/// `running_mean` and `running_var` are (C) float32 on x's device (`x` is
+/// float32, float16 or bfloat16; y has its dtype);
 /// in training the running statistics are updated in place by the same
 /// engine operation. The output has x's shape. Every argument is checked
 /// before anything is pushed.

@@ -12,6 +12,7 @@
 #include "ops/detail/operator_checks.h"
 #include "ops/device.h"
 #include "ops/kernels/conv_kernels.h"
+#include "ops/kernels/float_staging.h"
 #include "ops/kernels/launch.h"
 #include "ops/reduce.h"
 #include "storage/storage.h"
@@ -62,9 +63,14 @@ ConvGeometry make_geometry(const NDArray& x, const NDArray& weight, const NDArra
   } else {
     detail::check_same_context(kName, {&x, &weight});
   }
-  detail::check_float32(kName, x, 1);
-  detail::check_float32(kName, weight, 2);
-  if (bias.defined()) detail::check_float32(kName, bias, 3);
+  detail::check_floating(kName, x, 1);
+  detail::check_floating(kName, weight, 2);
+  if (bias.defined()) {
+    detail::check_floating(kName, bias, 3);
+    detail::check_same_dtype(kName, {&x, &weight, &bias});
+  } else {
+    detail::check_same_dtype(kName, {&x, &weight});
+  }
   TAGFLOW_CHECK(x.ndim() == 4,
                 "conv2d: expected the input as a 4-D (batch, channels, height, width) array, got "
                 "({})",
@@ -141,19 +147,29 @@ ConvGeometry make_geometry(const NDArray& x, const NDArray& weight, const NDArra
 /// dx from the weights and dy: an operation of its own.
 NDArray backward_data(const ConvGeometry& g, const NDArray& weight, const NDArray& dy,
                       Context ctx) {
-  NDArray dx(Shape{g.batch, g.in_channels, g.in_h, g.in_w}, DType::kFloat32, ctx);
+  const DType dtype = dy.dtype();
+  NDArray dx(Shape{g.batch, g.in_channels, g.in_h, g.in_w}, dtype, ctx);
   if (dx.size() == 0) return dx;
-  const float* pw = weight.data<float>();
-  const float* pdy = dy.data<float>();
-  float* pdx = dx.data<float>();
+  const void* pw = weight.raw_data();
+  const void* pdy = dy.raw_data();
+  void* pdx = dx.raw_data();
+  const std::int64_t dy_size = dy.size();
+  const std::int64_t dx_size = dx.size();
   const int device = ctx.index;
   detail::push_operation(
       "conv2d_backward_data", ctx, {weight.var(), dy.var()}, {dx.var()}, [=](const RunContext& rc) {
         run_kernel(
-            rc, [=] { cpu_kernels::conv2d_backward_data(g, pw, pdy, pdx, ctx); },
+            rc,
+            [=] {
+              detail::Float32Staging staging(ctx, dtype);
+              cpu_kernels::conv2d_backward_data(g, staging.input(pw, g.weight_size()),
+                                                staging.input(pdy, dy_size),
+                                                staging.output(pdx, dx_size), ctx);
+              staging.commit();
+            },
             [=, &rc](void* stream) {
               detail::GpuScratch scratch(*rc.stream);
-              gpu_kernels::conv2d_backward_data(g, pw, pdy, pdx, scratch, device, stream);
+              gpu_kernels::conv2d_backward_data(g, dtype, pw, pdy, pdx, scratch, device, stream);
             });
       });
   return dx;
@@ -166,29 +182,39 @@ std::pair<NDArray, NDArray> backward_weight(const ConvGeometry& g, const NDArray
                                             const NDArray& dy, Context ctx, bool with_bias) {
   const Shape shape{g.out_channels, g.group_in_channels(), g.kernel_h, g.kernel_w};
   const Shape bias_shape{g.out_channels};
+  const DType dtype = x.dtype();
   if (g.batch == 0) {
-    return {zeros(shape, DType::kFloat32, ctx),
-            with_bias ? zeros(bias_shape, DType::kFloat32, ctx) : NDArray()};
+    return {zeros(shape, dtype, ctx), with_bias ? zeros(bias_shape, dtype, ctx) : NDArray()};
   }
   if (with_bias && is_real_gpu(ctx)) {
     return {backward_weight(g, x, dy, ctx, false).first, sum(dy, {0, 2, 3})};
   }
-  NDArray dw(shape, DType::kFloat32, ctx);
-  NDArray db = with_bias ? NDArray(bias_shape, DType::kFloat32, ctx) : NDArray();
-  const float* px = x.data<float>();
-  const float* pdy = dy.data<float>();
-  float* pdw = dw.data<float>();
-  float* pdb = with_bias ? db.data<float>() : nullptr;
+  NDArray dw(shape, dtype, ctx);
+  NDArray db = with_bias ? NDArray(bias_shape, dtype, ctx) : NDArray();
+  const void* px = x.raw_data();
+  const void* pdy = dy.raw_data();
+  void* pdw = dw.raw_data();
+  void* pdb = with_bias ? db.raw_data() : nullptr;
+  const std::int64_t x_size = x.size();
+  const std::int64_t dy_size = dy.size();
   VarList writes = {dw.var()};
   if (with_bias) writes.push_back(db.var());
   const int device = ctx.index;
   detail::push_operation(
       "conv2d_backward_weight", ctx, {x.var(), dy.var()}, writes, [=](const RunContext& rc) {
         run_kernel(
-            rc, [=] { cpu_kernels::conv2d_backward_weight(g, px, pdy, pdw, pdb, ctx); },
+            rc,
+            [=] {
+              detail::Float32Staging staging(ctx, dtype);
+              cpu_kernels::conv2d_backward_weight(
+                  g, staging.input(px, x_size), staging.input(pdy, dy_size),
+                  staging.output(pdw, g.weight_size()),
+                  pdb != nullptr ? staging.output(pdb, g.out_channels) : nullptr, ctx);
+              staging.commit();
+            },
             [=, &rc](void* stream) {
               detail::GpuScratch scratch(*rc.stream);
-              gpu_kernels::conv2d_backward_weight(g, px, pdy, pdw, scratch, device, stream);
+              gpu_kernels::conv2d_backward_weight(g, dtype, px, pdy, pdw, scratch, device, stream);
             });
       });
   return {dw, db};
@@ -209,7 +235,7 @@ void record_conv(const ConvGeometry& g, const NDArray& x, const NDArray& weight,
         std::tie(grads[1], grads[2]) = backward_weight(g, x, dy, ctx, need_b);
       } else if (need_b) {
         grads[2] =
-            g.batch == 0 ? zeros(Shape{g.out_channels}, DType::kFloat32, ctx) : sum(dy, {0, 2, 3});
+            g.batch == 0 ? zeros(Shape{g.out_channels}, dy.dtype(), ctx) : sum(dy, {0, 2, 3});
       }
       return grads;
     };
@@ -221,22 +247,33 @@ void record_conv(const ConvGeometry& g, const NDArray& x, const NDArray& weight,
 NDArray conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias,
                const Conv2DOptions& options) {
   const ConvGeometry g = make_geometry(x, weight, bias, options);
-  NDArray y(Shape{g.batch, g.out_channels, g.out_h, g.out_w}, DType::kFloat32, x.context());
+  const DType dtype = x.dtype();
+  NDArray y(Shape{g.batch, g.out_channels, g.out_h, g.out_w}, dtype, x.context());
   if (y.size() != 0) {
-    const float* px = x.data<float>();
-    const float* pw = weight.data<float>();
-    const float* pb = bias.defined() ? bias.data<float>() : nullptr;
-    float* py = y.data<float>();
+    const void* px = x.raw_data();
+    const void* pw = weight.raw_data();
+    const void* pb = bias.defined() ? bias.raw_data() : nullptr;
+    void* py = y.raw_data();
+    const std::int64_t x_size = x.size();
+    const std::int64_t y_size = y.size();
     const Context ctx = x.context();
     const int device = ctx.index;
     VarList reads = {x.var(), weight.var()};
     if (bias.defined()) reads.push_back(bias.var());
     detail::push_operation(kName, ctx, reads, {y.var()}, [=](const RunContext& rc) {
       run_kernel(
-          rc, [=] { cpu_kernels::conv2d_forward(g, px, pw, pb, py, ctx); },
+          rc,
+          [=] {
+            detail::Float32Staging staging(ctx, dtype);
+            cpu_kernels::conv2d_forward(g, staging.input(px, x_size),
+                                        staging.input(pw, g.weight_size()),
+                                        pb != nullptr ? staging.input(pb, g.out_channels) : nullptr,
+                                        staging.output(py, y_size), ctx);
+            staging.commit();
+          },
           [=, &rc](void* stream) {
             detail::GpuScratch scratch(*rc.stream);
-            gpu_kernels::conv2d_forward(g, px, pw, pb, py, scratch, device, stream);
+            gpu_kernels::conv2d_forward(g, dtype, px, pw, pb, py, scratch, device, stream);
           });
     });
   }

@@ -1,5 +1,6 @@
 #pragma once
-// 2-D convolution, NCHW, float32: cross-correlation as PyTorch's conv2d and
+// 2-D convolution, NCHW, float32, float16 or bfloat16 (half ones summed in
+// float32, rounded once): cross-correlation as PyTorch's conv2d and
 // MXNet's Convolution compute it, with stride, zero padding, dilation and
 // groups (depthwise when groups equals the input channels). One engine
 // operation: im2col and the BLAS on CPU devices and simulated GPUs, cuDNN
@@ -33,7 +34,8 @@ struct Conv2DOptions {
 /// plus `bias` (O) per output channel when `bias` is defined (pass NDArray()
 /// for none). The output is (N, O, OH, OW) with
 /// OH = floor((H + 2 padding - dilation (kh - 1) - 1) / stride) + 1, and OW alike.
-/// All three arrays float32 on one device; C and O divisible by groups.
+/// All three arrays of one floating dtype on one device; C and O divisible
+/// by groups.
 NDArray conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias,
                const Conv2DOptions& options = {});
 

@@ -34,7 +34,7 @@ using detail::DropoutParams;
 
 void check_dropout(const NDArray& x, double p) {
   detail::check_defined(kName, x, 1);
-  detail::check_float32(kName, x, 1);
+  detail::check_floating(kName, x, 1);
   TAGFLOW_CHECK(p >= 0 && p < 1,  // false for NaN
                 "dropout: expected a drop probability p in [0, 1), got {}", p);
 }
@@ -42,17 +42,20 @@ void check_dropout(const NDArray& x, double p) {
 /// out = in * mask / (1 - p), the mask read from `uniform`: one operation.
 NDArray apply_mask(const char* name, const NDArray& in, const NDArray& uniform,
                    const DropoutParams& params) {
-  NDArray out(in.shape(), DType::kFloat32, in.context());
+  NDArray out(in.shape(), in.dtype(), in.context());
   const std::int64_t n = out.size();
   if (n == 0) return out;
-  const float* pin = in.data<float>();
+  const DType dtype = in.dtype();
+  const void* pin = in.raw_data();
   const float* pu = uniform.data<float>();
-  float* po = out.data<float>();
+  void* po = out.raw_data();
   detail::push_operation(
       name, in.context(), {in.var(), uniform.var()}, {out.var()}, [=](const RunContext& rc) {
         detail::run_kernel(
-            rc, [=] { detail::cpu_kernels::dropout(params, pin, pu, po, n); },
-            [=](void* stream) { detail::gpu_kernels::dropout(params, pin, pu, po, n, stream); });
+            rc, [=] { detail::cpu_kernels::dropout(params, dtype, pin, pu, po, n); },
+            [=](void* stream) {
+              detail::gpu_kernels::dropout(params, dtype, pin, pu, po, n, stream);
+            });
       });
   return out;
 }

@@ -28,7 +28,8 @@
 
 namespace tagflow {
 
-/// Inverted dropout of float32 `x` with drop probability `p` in [0, 1).
+/// Inverted dropout of floating-point `x` (float32, float16 or bfloat16;
+/// the mask's draws are float32) with drop probability `p` in [0, 1).
 /// When `training` (by default: autograd::is_training(), true inside
 /// autograd::record()), two engine operations on x's device draw the mask
 /// and compute x * mask / (1 - p); the gradient, out_grad * mask / (1 - p),

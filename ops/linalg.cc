@@ -6,6 +6,7 @@
 
 #include "ops/autograd.h"
 #include "ops/detail/operator_checks.h"
+#include "ops/kernels/float_staging.h"
 #include "ops/kernels/gemm_kernels.h"
 #include "ops/kernels/launch.h"
 #include "ops/transpose.h"
@@ -64,25 +65,38 @@ NDArray product(const char* name, const NDArray& a, const Shape& a3, const NDArr
   plan.batch_count = out_batch.size();
   plan.batch = detail::make_broadcast_plan(a_batch, b_batch, out_batch);
 
-  NDArray c(out_shape, DType::kFloat32, a.context());
+  NDArray c(out_shape, a.dtype(), a.context());
   if (c.size() == 0) return c;
-  const float* pa = a.data<float>();
-  const float* pb = b.data<float>();
-  float* pc = c.data<float>();
+  const DType dtype = a.dtype();
+  const void* pa = a.raw_data();
+  const void* pb = b.raw_data();
+  void* pc = c.raw_data();
+  const std::int64_t a_size = a.size();
+  const std::int64_t b_size = b.size();
+  const std::int64_t c_size = c.size();
   const int device = a.context().index;
   detail::push_operation(
       name, a.context(), {a.var(), b.var()}, {c.var()}, [=](const RunContext& rc) {
         detail::run_kernel(
-            rc, [=] { detail::cpu_kernels::gemm(plan, pa, pb, pc); },
-            [=](void* stream) { detail::gpu_kernels::gemm(plan, pa, pb, pc, device, stream); });
+            rc,
+            [=, ctx = rc.ctx] {
+              detail::Float32Staging staging(ctx, dtype);
+              detail::cpu_kernels::gemm(plan, staging.input(pa, a_size), staging.input(pb, b_size),
+                                        staging.output(pc, c_size));
+              staging.commit();
+            },
+            [=](void* stream) {
+              detail::gpu_kernels::gemm(plan, dtype, pa, pb, pc, device, stream);
+            });
       });
   return c;
 }
 
 void check_operands(const char* name, const NDArray& a, const NDArray& b) {
   detail::check_same_context(name, {&a, &b});
-  detail::check_float32(name, a, 1);
-  detail::check_float32(name, b, 2);
+  detail::check_floating(name, a, 1);
+  detail::check_floating(name, b, 2);
+  detail::check_same_dtype(name, {&a, &b});
 }
 
 /// d op(A)·op(B) for 2-D (or batched 3-D) operands: the gradients of A

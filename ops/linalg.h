@@ -1,7 +1,10 @@
 #pragma once
-// Matrix products. float32; the operands on one device; each product is one
-// engine operation running the BLAS on CPU devices and simulated GPUs and
-// cuBLAS on the GPU's compute stream.
+// Matrix products of float32, float16 or bfloat16 operands (both of one
+// dtype, the result of it too); the operands on one device; each product is
+// one engine operation running the BLAS on CPU devices and simulated GPUs
+// and cuBLAS on the GPU's compute stream. Half operands are multiplied and
+// summed in float32 and the result rounded once (cuBLAS's GemmEx with a
+// float32 compute type; on CPUs the operands widened for the BLAS).
 //
 //   NDArray c = dot(a, b);                     // (m,k)·(k,n) -> (m,n)
 //   NDArray g = dot(x, dy, /*transpose_a=*/true);  // xᵀ·dy without a transpose copy

@@ -4,6 +4,7 @@
 
 #include "ops/autograd.h"
 #include "ops/detail/operator_checks.h"
+#include "ops/kernels/float_staging.h"
 #include "ops/kernels/launch.h"
 #include "ops/kernels/pool_kernels.h"
 
@@ -20,7 +21,7 @@ namespace gpu_kernels = detail::gpu_kernels;
 PoolGeometry make_geometry(const char* name, const NDArray& x, PoolType type,
                            const Pool2DOptions& o) {
   detail::check_defined(name, x, 1);
-  detail::check_float32(name, x, 1);
+  detail::check_floating(name, x, 1);
   TAGFLOW_CHECK(x.ndim() == 4,
                 "{}: expected the input as a 4-D (batch, channels, height, width) array, got ({})",
                 name, x.shape().str());
@@ -63,21 +64,30 @@ PoolGeometry make_geometry(const char* name, const NDArray& x, PoolType type,
 /// dx from x, y and dy (Note [Gradient of max pooling]): an operation of its own.
 NDArray backward(const PoolGeometry& g, const NDArray& x, const NDArray& y, const NDArray& dy) {
   const Context ctx = x.context();
-  NDArray dx(x.shape(), DType::kFloat32, ctx);
+  NDArray dx(x.shape(), x.dtype(), ctx);
   if (dx.size() == 0) return dx;
-  const float* px = x.data<float>();
-  const float* py = y.data<float>();
-  const float* pdy = dy.data<float>();
-  float* pdx = dx.data<float>();
+  const DType dtype = x.dtype();
+  const void* px = x.raw_data();
+  const void* py = y.raw_data();
+  const void* pdy = dy.raw_data();
+  void* pdx = dx.raw_data();
+  const std::int64_t x_size = x.size();
+  const std::int64_t y_size = y.size();
   const int device = ctx.index;
-  detail::push_operation("pool2d_backward", ctx, {x.var(), y.var(), dy.var()}, {dx.var()},
-                         [=](const RunContext& rc) {
-                           run_kernel(
-                               rc, [=] { cpu_kernels::pool2d_backward(g, px, py, pdy, pdx); },
-                               [=](void* stream) {
-                                 gpu_kernels::pool2d_backward(g, px, py, pdy, pdx, device, stream);
-                               });
-                         });
+  detail::push_operation(
+      "pool2d_backward", ctx, {x.var(), y.var(), dy.var()}, {dx.var()}, [=](const RunContext& rc) {
+        run_kernel(
+            rc,
+            [=, ctx = rc.ctx] {
+              detail::Float32Staging staging(ctx, dtype);
+              cpu_kernels::pool2d_backward(g, staging.input(px, x_size), staging.input(py, y_size),
+                                           staging.input(pdy, y_size), staging.output(pdx, x_size));
+              staging.commit();
+            },
+            [=](void* stream) {
+              gpu_kernels::pool2d_backward(g, dtype, px, py, pdy, pdx, device, stream);
+            });
+      });
   return dx;
 }
 
@@ -86,15 +96,23 @@ NDArray backward(const PoolGeometry& g, const NDArray& x, const NDArray& y, cons
 NDArray pool2d(const NDArray& x, PoolType type, const Pool2DOptions& options) {
   const char* name = type == PoolType::kMax ? "max_pool2d" : "avg_pool2d";
   const PoolGeometry g = make_geometry(name, x, type, options);
-  NDArray y(Shape{g.batch, g.channels, g.out_h, g.out_w}, DType::kFloat32, x.context());
+  NDArray y(Shape{g.batch, g.channels, g.out_h, g.out_w}, x.dtype(), x.context());
   if (y.size() != 0) {
-    const float* px = x.data<float>();
-    float* py = y.data<float>();
+    const DType dtype = x.dtype();
+    const void* px = x.raw_data();
+    void* py = y.raw_data();
+    const std::int64_t x_size = x.size();
+    const std::int64_t y_size = y.size();
     const int device = x.context().index;
     detail::push_operation(name, x.context(), {x.var()}, {y.var()}, [=](const RunContext& rc) {
       run_kernel(
-          rc, [=] { cpu_kernels::pool2d_forward(g, px, py); },
-          [=](void* stream) { gpu_kernels::pool2d_forward(g, px, py, device, stream); });
+          rc,
+          [=, ctx = rc.ctx] {
+            detail::Float32Staging staging(ctx, dtype);
+            cpu_kernels::pool2d_forward(g, staging.input(px, x_size), staging.output(py, y_size));
+            staging.commit();
+          },
+          [=](void* stream) { gpu_kernels::pool2d_forward(g, dtype, px, py, device, stream); });
     });
   }
   detail::record(name, y, {&x}, [&] {

@@ -1,5 +1,6 @@
 #pragma once
-// 2-D pooling, NCHW, float32: the maximum or the mean of each window, as
+// 2-D pooling, NCHW, float32, float16 or bfloat16 (half means summed in
+// float and rounded once): the maximum or the mean of each window, as
 // PyTorch's max_pool2d / avg_pool2d and MXNet's Pooling compute them (output
 // extents floored). One engine operation: direct loops on CPU devices and
 // simulated GPUs; on real GPUs, CUDA kernels of tagflow's own for max

@@ -9,7 +9,10 @@
 // batch_norm.h), and its exponentialAverageFactor is 1 - momentum. cuDNN
 // has no affine (inference) backward pass: that one, and the snapshot of
 // the running statistics an inference forward saves for it, are small
-// kernels of our own. Every status and launch is checked.
+// kernels of our own. float16 and bfloat16 inputs are described as such,
+// the per-channel tensors stay float32 and the scaling factors float, as
+// cuDNN takes them for 16-bit data (its statistics are accumulated in
+// float). Every status and launch is checked.
 
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -33,8 +36,8 @@ constexpr int kThreads = 256;  // a power of two: the tree halves it
 struct BatchNormDescriptors {
   TensorDescriptor x;
   TensorDescriptor per_channel;
-  explicit BatchNormDescriptors(const BatchNormShape& s)
-      : x(s.batch, s.channels, s.spatial, 1), per_channel(1, s.channels, 1, 1) {
+  BatchNormDescriptors(const BatchNormShape& s, DType dtype)
+      : x(s.batch, s.channels, s.spatial, 1, dtype), per_channel(1, s.channels, 1, 1) {
     // cuDNN's strides are ints too.
     as_int(s.channels * s.spatial, "channels times spatial size");
   }
@@ -53,9 +56,10 @@ __global__ void snapshot_kernel(const float* running_mean, const float* running_
 /// channels); the block's threads stride over the channel's values, writing
 /// dx = gamma inv_std dy and summing dy and dy (x - mean) in double, then
 /// combine their sums in a shared-memory tree.
+template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    affine_backward_kernel(BatchNormShape s, const float* x, const float* dy, const float* gamma,
-                           const float* mean, const float* inv_std, float* dx, float* dgamma,
+    affine_backward_kernel(BatchNormShape s, const T* x, const T* dy, const float* gamma,
+                           const float* mean, const float* inv_std, T* dx, float* dgamma,
                            float* dbeta) {
   __shared__ double shared_dy[kThreads];
   __shared__ double shared_dy_xmu[kThreads];
@@ -68,10 +72,10 @@ __global__ void __launch_bounds__(kThreads)
     double sum_dy_xmu = 0;
     for (std::int64_t j = threadIdx.x; j < m; j += kThreads) {
       const std::int64_t i = ((j / s.spatial) * s.channels + c) * s.spatial + j % s.spatial;
-      const float g = dy[i];
+      const auto g = static_cast<float>(dy[i]);
       sum_dy += g;
-      sum_dy_xmu += static_cast<double>(g) * (static_cast<double>(x[i]) - mu);
-      dx[i] = a * g;
+      sum_dy_xmu += static_cast<double>(g) * (static_cast<double>(static_cast<float>(x[i])) - mu);
+      dx[i] = convert_element<T>(a * g);
     }
     shared_dy[threadIdx.x] = sum_dy;
     shared_dy_xmu[threadIdx.x] = sum_dy_xmu;
@@ -93,12 +97,12 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-void batch_norm_forward_training(const BatchNormShape& s, const BatchNormParams& p, const float* x,
-                                 const float* gamma, const float* beta, float* y, float* save_mean,
-                                 float* save_inv_std, float* running_mean, float* running_var,
-                                 int device, void* stream) {
+void batch_norm_forward_training(const BatchNormShape& s, const BatchNormParams& p, DType dtype,
+                                 const void* x, const float* gamma, const float* beta, void* y,
+                                 float* save_mean, float* save_inv_std, float* running_mean,
+                                 float* running_var, int device, void* stream) {
   cudnnHandle_t h = cudnn_handle(stream, device);
-  BatchNormDescriptors d(s);
+  BatchNormDescriptors d(s, dtype);
   const float one = 1.f;
   const float zero = 0.f;
   check_cudnn(cudnnBatchNormalizationForwardTraining(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero,
@@ -108,12 +112,12 @@ void batch_norm_forward_training(const BatchNormShape& s, const BatchNormParams&
               "batch_norm: cudnnBatchNormalizationForwardTraining");
 }
 
-void batch_norm_forward_inference(const BatchNormShape& s, const BatchNormParams& p, const float* x,
-                                  const float* gamma, const float* beta, const float* running_mean,
-                                  const float* running_var, float* y, float* save_mean,
-                                  float* save_inv_std, int device, void* stream) {
+void batch_norm_forward_inference(const BatchNormShape& s, const BatchNormParams& p, DType dtype,
+                                  const void* x, const float* gamma, const float* beta,
+                                  const float* running_mean, const float* running_var, void* y,
+                                  float* save_mean, float* save_inv_std, int device, void* stream) {
   cudnnHandle_t h = cudnn_handle(stream, device);
-  BatchNormDescriptors d(s);
+  BatchNormDescriptors d(s, dtype);
   const float one = 1.f;
   const float zero = 0.f;
   check_cudnn(cudnnBatchNormalizationForwardInference(
@@ -127,17 +131,20 @@ void batch_norm_forward_inference(const BatchNormShape& s, const BatchNormParams
 }
 
 void batch_norm_backward(const BatchNormShape& s, const BatchNormParams& p, bool batch_statistics,
-                         const float* x, const float* dy, const float* gamma,
-                         const float* save_mean, const float* save_inv_std, float* dx,
-                         float* dgamma, float* dbeta, int device, void* stream) {
+                         DType dtype, const void* x, const void* dy, const float* gamma,
+                         const float* save_mean, const float* save_inv_std, void* dx, float* dgamma,
+                         float* dbeta, int device, void* stream) {
   if (!batch_statistics) {
-    affine_backward_kernel<<<block_count(s.channels), kThreads, 0, as_stream(stream)>>>(
-        s, x, dy, gamma, save_mean, save_inv_std, dx, dgamma, dbeta);
+    TAGFLOW_FLOAT_DTYPE_SWITCH(dtype, T, {
+      affine_backward_kernel<T><<<block_count(s.channels), kThreads, 0, as_stream(stream)>>>(
+          s, static_cast<const T*>(x), static_cast<const T*>(dy), gamma, save_mean, save_inv_std,
+          static_cast<T*>(dx), dgamma, dbeta);
+    });
     check_launch("batch_norm affine backward kernel");
     return;
   }
   cudnnHandle_t h = cudnn_handle(stream, device);
-  BatchNormDescriptors d(s);
+  BatchNormDescriptors d(s, dtype);
   const float one = 1.f;
   const float zero = 0.f;
   check_cudnn(

@@ -1,14 +1,18 @@
 #pragma once
-// The batch normalization kernels (float32, channels on axis 1): forward in
+// The batch normalization kernels (channels on axis 1): forward in
 // training and in inference, and the backward pass the gradient pushes as an
 // engine operation of its own (Notes [Batch statistics and running
 // statistics] and [Gradient of batch normalization] in batch_norm.h). The
 // CPU ones (batch_norm_cpu.cc, also run by simulated GPUs) are direct loops
-// parallel over channels; the CUDA ones (batch_norm.cu) call cuDNN. Internal
-// to ops/.
+// parallel over channels, on float32 (16-bit inputs staged through float32:
+// float_staging.h); the CUDA ones (batch_norm.cu) call cuDNN, with x, y, dy
+// and dx of the input's floating dtype. The per-channel values (gamma,
+// beta, the running and saved statistics, their gradients) are float32 for
+// every input dtype, as cuDNN takes them. Internal to ops/.
 
 #include <cstdint>
 
+#include "ops/dtype.h"
 #include "ops/kernels/host_device.h"
 
 namespace tagflow::detail {
@@ -56,19 +60,20 @@ void batch_norm_backward(const BatchNormShape& s, const BatchNormParams& p, bool
 }  // namespace cpu_kernels
 
 namespace gpu_kernels {
-/// As the CPU kernels; `device` is the GPU whose compute stream `stream` is.
-void batch_norm_forward_training(const BatchNormShape& s, const BatchNormParams& p, const float* x,
-                                 const float* gamma, const float* beta, float* y, float* save_mean,
-                                 float* save_inv_std, float* running_mean, float* running_var,
-                                 int device, void* stream);
-void batch_norm_forward_inference(const BatchNormShape& s, const BatchNormParams& p, const float* x,
-                                  const float* gamma, const float* beta, const float* running_mean,
-                                  const float* running_var, float* y, float* save_mean,
-                                  float* save_inv_std, int device, void* stream);
+/// As the CPU kernels, with x, y, dy and dx of floating-point `dtype`;
+/// `device` is the GPU whose compute stream `stream` is.
+void batch_norm_forward_training(const BatchNormShape& s, const BatchNormParams& p, DType dtype,
+                                 const void* x, const float* gamma, const float* beta, void* y,
+                                 float* save_mean, float* save_inv_std, float* running_mean,
+                                 float* running_var, int device, void* stream);
+void batch_norm_forward_inference(const BatchNormShape& s, const BatchNormParams& p, DType dtype,
+                                  const void* x, const float* gamma, const float* beta,
+                                  const float* running_mean, const float* running_var, void* y,
+                                  float* save_mean, float* save_inv_std, int device, void* stream);
 void batch_norm_backward(const BatchNormShape& s, const BatchNormParams& p, bool batch_statistics,
-                         const float* x, const float* dy, const float* gamma,
-                         const float* save_mean, const float* save_inv_std, float* dx,
-                         float* dgamma, float* dbeta, int device, void* stream);
+                         DType dtype, const void* x, const void* dy, const float* gamma,
+                         const float* save_mean, const float* save_inv_std, void* dx, float* dgamma,
+                         float* dbeta, int device, void* stream);
 }  // namespace gpu_kernels
 
 }  // namespace tagflow::detail

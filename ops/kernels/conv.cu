@@ -3,7 +3,12 @@
 // algorithm is chosen once per geometry and GPU by the rule of Note [Choosing
 // cuDNN's algorithms] (conv_algorithm.h); its workspace comes from the
 // device's pooled allocator through GpuScratch, which hands it back once the
-// stream has passed the kernel. Every status is checked.
+// stream has passed the kernel. float16 and bfloat16 convolutions use
+// tensors of their type with a float32 compute type (cuDNN's pseudo-half
+// configurations: products summed in float32, results rounded once), and
+// any math cuDNN offers: tensor cores take 16-bit inputs exactly, so the
+// FMA-only rule, which keeps float32 inputs from being rounded to TF32,
+// has nothing to protect for them. Every status is checked.
 
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -14,6 +19,7 @@
 #include <map>
 #include <mutex>
 #include <span>
+#include <utility>
 
 #include "ops/kernels/conv_algorithm.h"
 #include "ops/kernels/conv_kernels.h"
@@ -29,8 +35,8 @@ constexpr std::size_t kMaxWorkspace = std::size_t{1} << 30;
 
 struct FilterDescriptor : CudnnDescriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor,
                                           cudnnDestroyFilterDescriptor> {
-  explicit FilterDescriptor(const ConvGeometry& g) {
-    check_cudnn(cudnnSetFilter4dDescriptor(desc, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+  FilterDescriptor(const ConvGeometry& g, DType dtype) {
+    check_cudnn(cudnnSetFilter4dDescriptor(desc, cudnn_data_type(dtype), CUDNN_TENSOR_NCHW,
                                            as_int(g.out_channels, "out_channels"),
                                            as_int(g.group_in_channels(), "in_channels"), g.kernel_h,
                                            g.kernel_w),
@@ -62,10 +68,10 @@ struct ConvDescriptors {
   TensorDescriptor y;
   FilterDescriptor w;
   ConvolutionDescriptor conv;
-  explicit ConvDescriptors(const ConvGeometry& g)
-      : x(g.batch, g.in_channels, g.in_h, g.in_w),
-        y(g.batch, g.out_channels, g.out_h, g.out_w),
-        w(g),
+  ConvDescriptors(const ConvGeometry& g, DType dtype)
+      : x(g.batch, g.in_channels, g.in_h, g.in_w, dtype),
+        y(g.batch, g.out_channels, g.out_h, g.out_w, dtype),
+        w(g, dtype),
         conv(g) {}
 };
 
@@ -81,23 +87,28 @@ std::mutex& cache_mutex() {
   static std::mutex mutex;
   return mutex;
 }
+/// A pass of one geometry on one GPU, and the dtype it runs in.
+using AlgoKey = std::pair<ConvKey, DType>;
+
 /// Never destroyed: kernels may still run during exit.
-std::map<ConvKey, AlgoChoice>& algo_cache() {
-  static auto* cache = new std::map<ConvKey, AlgoChoice>;
+std::map<AlgoKey, AlgoChoice>& algo_cache() {
+  static auto* cache = new std::map<AlgoKey, AlgoChoice>;
   return *cache;
 }
 
 /// Note [Choosing cuDNN's algorithms]: the candidate to run `pass` of `g`
 /// with among cuDNN's `count` `perfs`.
+/// For a 16-bit `dtype` every math keeps the inputs' precision (see the
+/// file's comment) and counts as FMA math.
 template <typename Perf, std::size_t N>
 AlgoChoice pick(const std::array<Perf, N>& perfs, int count, ConvPass pass, int device,
-                const ConvGeometry& g) {
+                const ConvGeometry& g, DType dtype) {
   std::array<ConvAlgorithm, N> candidates{};
   const auto n = std::min(static_cast<std::size_t>(std::max(count, 0)), N);
   for (std::size_t i = 0; i < n; ++i) {
     const Perf& p = perfs[i];
     candidates[i] = {.algo = static_cast<int>(p.algo),
-                     .fma_math = p.mathType == CUDNN_FMA_MATH,
+                     .fma_math = p.mathType == CUDNN_FMA_MATH || is_half(dtype),
                      .supported = p.status == CUDNN_STATUS_SUCCESS,
                      .deterministic = p.determinism == CUDNN_DETERMINISTIC,
                      .workspace = static_cast<std::uint64_t>(p.memory)};
@@ -110,8 +121,8 @@ AlgoChoice pick(const std::array<Perf, N>& perfs, int count, ConvPass pass, int 
 /// The cached choice of `pass`, or the one `find` makes (then cached). The
 /// returned choice's workspace is what cuDNN asks for its algorithm.
 template <typename Find>
-AlgoChoice choose(ConvPass pass, int device, const ConvGeometry& g, Find&& find) {
-  const ConvKey key = conv_key(pass, device, g);
+AlgoChoice choose(ConvPass pass, int device, const ConvGeometry& g, DType dtype, Find&& find) {
+  const AlgoKey key{conv_key(pass, device, g), dtype};
   {
     std::lock_guard lock(cache_mutex());
     auto it = algo_cache().find(key);
@@ -124,18 +135,18 @@ AlgoChoice choose(ConvPass pass, int device, const ConvGeometry& g, Find&& find)
 
 }  // namespace
 
-void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
-                    float* y, GpuScratch& scratch, int device, void* stream) {
+void conv2d_forward(const ConvGeometry& g, DType dtype, const void* x, const void* w,
+                    const void* bias, void* y, GpuScratch& scratch, int device, void* stream) {
   cudnnHandle_t h = cudnn_handle(stream, device);
-  ConvDescriptors d(g);
-  const AlgoChoice c = choose(ConvPass::kForward, device, g, [&] {
+  ConvDescriptors d(g, dtype);
+  const AlgoChoice c = choose(ConvPass::kForward, device, g, dtype, [&] {
     std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> perfs{};
     int count = 0;
     check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x.desc, d.w.desc, d.conv.desc, d.y.desc,
                                                        static_cast<int>(perfs.size()), &count,
                                                        perfs.data()),
                 "conv2d: cudnnGetConvolutionForwardAlgorithm_v7");
-    AlgoChoice choice = pick(perfs, count, ConvPass::kForward, device, g);
+    AlgoChoice choice = pick(perfs, count, ConvPass::kForward, device, g, dtype);
     d.conv.set_math(choice.math);
     check_cudnn(cudnnGetConvolutionForwardWorkspaceSize(
                     h, d.x.desc, d.w.desc, d.conv.desc, d.y.desc,
@@ -152,22 +163,22 @@ void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const
                                       c.workspace, &zero, d.y.desc, y),
               "conv2d: cudnnConvolutionForward");
   if (bias == nullptr) return;
-  TensorDescriptor b(1, g.out_channels, 1, 1);
+  TensorDescriptor b(1, g.out_channels, 1, 1, dtype);
   check_cudnn(cudnnAddTensor(h, &one, b.desc, bias, &one, d.y.desc, y), "conv2d: cudnnAddTensor");
 }
 
-void conv2d_backward_data(const ConvGeometry& g, const float* w, const float* dy, float* dx,
-                          GpuScratch& scratch, int device, void* stream) {
+void conv2d_backward_data(const ConvGeometry& g, DType dtype, const void* w, const void* dy,
+                          void* dx, GpuScratch& scratch, int device, void* stream) {
   cudnnHandle_t h = cudnn_handle(stream, device);
-  ConvDescriptors d(g);
-  const AlgoChoice c = choose(ConvPass::kBackwardData, device, g, [&] {
+  ConvDescriptors d(g, dtype);
+  const AlgoChoice c = choose(ConvPass::kBackwardData, device, g, dtype, [&] {
     std::array<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT> perfs{};
     int count = 0;
     check_cudnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(
                     h, d.w.desc, d.y.desc, d.conv.desc, d.x.desc, static_cast<int>(perfs.size()),
                     &count, perfs.data()),
                 "conv2d_backward_data: cudnnGetConvolutionBackwardDataAlgorithm_v7");
-    AlgoChoice choice = pick(perfs, count, ConvPass::kBackwardData, device, g);
+    AlgoChoice choice = pick(perfs, count, ConvPass::kBackwardData, device, g, dtype);
     d.conv.set_math(choice.math);
     check_cudnn(cudnnGetConvolutionBackwardDataWorkspaceSize(
                     h, d.w.desc, d.y.desc, d.conv.desc, d.x.desc,
@@ -185,11 +196,11 @@ void conv2d_backward_data(const ConvGeometry& g, const float* w, const float* dy
               "conv2d_backward_data: cudnnConvolutionBackwardData");
 }
 
-void conv2d_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw,
-                            GpuScratch& scratch, int device, void* stream) {
+void conv2d_backward_weight(const ConvGeometry& g, DType dtype, const void* x, const void* dy,
+                            void* dw, GpuScratch& scratch, int device, void* stream) {
   cudnnHandle_t h = cudnn_handle(stream, device);
-  ConvDescriptors d(g);
-  const AlgoChoice c = choose(ConvPass::kBackwardFilter, device, g, [&] {
+  ConvDescriptors d(g, dtype);
+  const AlgoChoice c = choose(ConvPass::kBackwardFilter, device, g, dtype, [&] {
     std::array<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>
         perfs{};
     int count = 0;
@@ -197,7 +208,7 @@ void conv2d_backward_weight(const ConvGeometry& g, const float* x, const float* 
                     h, d.x.desc, d.y.desc, d.conv.desc, d.w.desc, static_cast<int>(perfs.size()),
                     &count, perfs.data()),
                 "conv2d_backward_weight: cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-    AlgoChoice choice = pick(perfs, count, ConvPass::kBackwardFilter, device, g);
+    AlgoChoice choice = pick(perfs, count, ConvPass::kBackwardFilter, device, g, dtype);
     d.conv.set_math(choice.math);
     check_cudnn(cudnnGetConvolutionBackwardFilterWorkspaceSize(
                     h, d.x.desc, d.y.desc, d.conv.desc, d.w.desc,

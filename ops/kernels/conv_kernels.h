@@ -1,10 +1,12 @@
 #pragma once
-// The 2-D convolution kernels (NCHW, float32, cross-correlation as in every
+// The 2-D convolution kernels (NCHW, cross-correlation as in every
 // deep-learning framework): forward, and the two backward passes that the
 // gradient pushes as engine operations of their own. The CPU ones
-// (conv_cpu.cc, also run by simulated GPUs) call oneDNN's kernels
+// (conv_cpu.cc, also run by simulated GPUs) take float32 (16-bit arrays are
+// staged through float32: float_staging.h) and call oneDNN's kernels
 // (conv_onednn.cc) or lower each image to a matrix (im2col) and call the
-// BLAS; the CUDA ones (conv.cu) call cuDNN. Internal to ops/.
+// BLAS; the CUDA ones (conv.cu) call cuDNN with tensors of the arrays' own
+// floating dtype and float32 accumulation. Internal to ops/.
 
 #include <array>
 #include <cstdint>
@@ -13,6 +15,7 @@
 
 #include "engine/config.h"
 #include "engine/context.h"
+#include "ops/dtype.h"
 
 namespace tagflow {
 class Stream;
@@ -93,13 +96,14 @@ void conv2d_backward_weight(const ConvGeometry& g, const float* x, const float* 
 }  // namespace cpu_kernels
 
 namespace gpu_kernels {
-/// As the CPU kernels; `device` is the GPU whose compute stream `stream` is.
-void conv2d_forward(const ConvGeometry& g, const float* x, const float* w, const float* bias,
-                    float* y, GpuScratch& scratch, int device, void* stream);
-void conv2d_backward_data(const ConvGeometry& g, const float* w, const float* dy, float* dx,
-                          GpuScratch& scratch, int device, void* stream);
-void conv2d_backward_weight(const ConvGeometry& g, const float* x, const float* dy, float* dw,
-                            GpuScratch& scratch, int device, void* stream);
+/// As the CPU kernels, on arrays of floating-point `dtype`; `device` is the
+/// GPU whose compute stream `stream` is.
+void conv2d_forward(const ConvGeometry& g, DType dtype, const void* x, const void* w,
+                    const void* bias, void* y, GpuScratch& scratch, int device, void* stream);
+void conv2d_backward_data(const ConvGeometry& g, DType dtype, const void* w, const void* dy,
+                          void* dx, GpuScratch& scratch, int device, void* stream);
+void conv2d_backward_weight(const ConvGeometry& g, DType dtype, const void* x, const void* dy,
+                            void* dw, GpuScratch& scratch, int device, void* stream);
 }  // namespace gpu_kernels
 
 }  // namespace tagflow::detail

@@ -14,8 +14,9 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__global__ void dropout_kernel(DropoutParams params, const float* in, const float* uniform,
-                               float* out, std::int64_t n) {
+template <typename T>
+__global__ void dropout_kernel(DropoutParams params, const T* in, const float* uniform, T* out,
+                               std::int64_t n) {
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
     out[i] = dropout_value(in[i], uniform[i], params);
   }
@@ -23,11 +24,13 @@ __global__ void dropout_kernel(DropoutParams params, const float* in, const floa
 
 }  // namespace
 
-void dropout(const DropoutParams& params, const float* in, const float* uniform, float* out,
-             std::int64_t n, void* stream) {
+void dropout(const DropoutParams& params, DType dtype, const void* in, const float* uniform,
+             void* out, std::int64_t n, void* stream) {
   if (n == 0) return;
-  dropout_kernel<<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(params, in, uniform,
-                                                                              out, n);
+  TAGFLOW_FLOAT_DTYPE_SWITCH(dtype, T, {
+    dropout_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
+        params, static_cast<const T*>(in), uniform, static_cast<T*>(out), n);
+  });
   check_launch("dropout kernel");
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "ops/dtype.h"
 #include "ops/kernels/host_device.h"
 
 namespace tagflow::detail {
@@ -17,26 +18,28 @@ struct DropoutParams {
   double scale = 1;  ///< 1 / (1 - p)
 };
 
-/// One element: kept when its uniform draw `u` (in [0, 1)) is at least p,
-/// then scaled in double and rounded once to float (so a kept value is
-/// x / (1 - p) correctly rounded, up to a double rounding of the scale);
-/// a dropped element is exactly 0, even when `in` is infinite or NaN.
-TAGFLOW_HOST_DEVICE TAGFLOW_INLINE float dropout_value(float in, float u,
-                                                       const DropoutParams& params) {
+/// One element of type T (float, Half or BFloat16): kept when its float32
+/// uniform draw `u` (in [0, 1)) is at least p, then scaled in double and
+/// rounded once to T (so a kept value is x / (1 - p) correctly rounded, up
+/// to a double rounding of the scale); a dropped element is exactly 0, even
+/// when `in` is infinite or NaN.
+template <typename T>
+TAGFLOW_HOST_DEVICE TAGFLOW_INLINE T dropout_value(T in, float u, const DropoutParams& params) {
   return static_cast<double>(u) >= params.p
-             ? static_cast<float>(static_cast<double>(in) * params.scale)
-             : 0.0f;
+             ? convert_element<T>(static_cast<double>(static_cast<float>(in)) * params.scale)
+             : convert_element<T>(0.0f);
 }
 
 namespace cpu_kernels {
-/// out[i] = dropout_value(in[i], uniform[i]) for i in [0, n).
-void dropout(const DropoutParams& params, const float* in, const float* uniform, float* out,
-             std::int64_t n);
+/// out[i] = dropout_value(in[i], uniform[i]) for i in [0, n); `in` and
+/// `out` of floating-point `dtype`, `uniform` float32.
+void dropout(const DropoutParams& params, DType dtype, const void* in, const float* uniform,
+             void* out, std::int64_t n);
 }  // namespace cpu_kernels
 
 namespace gpu_kernels {
-void dropout(const DropoutParams& params, const float* in, const float* uniform, float* out,
-             std::int64_t n, void* stream);
+void dropout(const DropoutParams& params, DType dtype, const void* in, const float* uniform,
+             void* out, std::int64_t n, void* stream);
 }  // namespace gpu_kernels
 
 }  // namespace tagflow::detail

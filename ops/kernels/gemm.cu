@@ -2,8 +2,9 @@
 // stream (made on first use, on the stream's device, and destroyed with the
 // stream: Note [Per-stream library handles] in engine/detail/stream_listeners.h).
 // Row-major products are computed as their column-major transposes: C = A·B
-// is Cᵀ = Bᵀ·Aᵀ, so A and B swap places and keep their transpose flags. Every
-// status is checked.
+// is Cᵀ = Bᵀ·Aᵀ, so A and B swap places and keep their transpose flags.
+// float16 and bfloat16 go through cublasGemmEx with float32 accumulation
+// (Note [Half precision arithmetic] in ops/half.h). Every status is checked.
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -55,12 +56,13 @@ cublasHandle_t handle_for(cudaStream_t stream, int device) {
 
 }  // namespace
 
-void gemm(const GemmPlan& plan, const float* a, const float* b, float* c, int device,
+void gemm(const GemmPlan& plan, DType dtype, const void* a, const void* b, void* c, int device,
           void* stream) {
   auto* native = static_cast<cudaStream_t>(stream);
-  if (plan.k == 0) {  // an empty sum: zeros
-    check_cuda(cudaMemsetAsync(c, 0, sizeof(float) * plan.c_matrix() * plan.batch_count, native),
-               "gemm: cudaMemsetAsync", gpu(device));
+  if (plan.k == 0) {  // an empty sum: zeros (all-zero bits in every floating dtype)
+    check_cuda(
+        cudaMemsetAsync(c, 0, dtype_size(dtype) * plan.c_matrix() * plan.batch_count, native),
+        "gemm: cudaMemsetAsync", gpu(device));
     return;
   }
   cublasHandle_t handle = handle_for(native, device);
@@ -73,22 +75,58 @@ void gemm(const GemmPlan& plan, const float* a, const float* b, float* c, int de
   const int ldb = plan.transpose_b ? k : n;
   const float one = 1.f;
   const float zero = 0.f;
+  const auto element = static_cast<std::int64_t>(dtype_size(dtype));
+  const auto* bytes_a = static_cast<const unsigned char*>(a);
+  const auto* bytes_b = static_cast<const unsigned char*>(b);
+  auto* bytes_c = static_cast<unsigned char*>(c);
+  if (dtype == DType::kFloat32) {
+    const auto* fa = static_cast<const float*>(a);
+    const auto* fb = static_cast<const float*>(b);
+    auto* fc = static_cast<float*>(c);
+    if (plan.uniform_strides()) {
+      const long long stride_a = plan.batch.a_strides[0] * plan.a_matrix();
+      const long long stride_b = plan.batch.b_strides[0] * plan.b_matrix();
+      check_cublas(cublasSgemmStridedBatched(handle, op_b, op_a, n, m, k, &one, fb, ldb, stride_b,
+                                             fa, lda, stride_a, &zero, fc, n, plan.c_matrix(),
+                                             as_int(plan.batch_count, "batch")),
+                   "gemm: cublasSgemmStridedBatched");
+      return;
+    }
+    for (std::int64_t i = 0; i < plan.batch_count; ++i) {
+      std::int64_t a_index = 0;
+      std::int64_t b_index = 0;
+      plan.batch.offsets(i, a_index, b_index);
+      check_cublas(
+          cublasSgemm(handle, op_b, op_a, n, m, k, &one, fb + b_index * plan.b_matrix(), ldb,
+                      fa + a_index * plan.a_matrix(), lda, &zero, fc + i * plan.c_matrix(), n),
+          "gemm: cublasSgemm");
+    }
+    return;
+  }
+  // float16 and bfloat16: read as such, products summed in float32
+  // (CUBLAS_COMPUTE_32F, with float alpha and beta), C rounded once; the
+  // default algorithm uses tensor cores where the card has them.
+  const cudaDataType type = dtype == DType::kFloat16 ? CUDA_R_16F : CUDA_R_16BF;
   if (plan.uniform_strides()) {
     const long long stride_a = plan.batch.a_strides[0] * plan.a_matrix();
     const long long stride_b = plan.batch.b_strides[0] * plan.b_matrix();
-    check_cublas(cublasSgemmStridedBatched(handle, op_b, op_a, n, m, k, &one, b, ldb, stride_b, a,
-                                           lda, stride_a, &zero, c, n, plan.c_matrix(),
-                                           as_int(plan.batch_count, "batch")),
-                 "gemm: cublasSgemmStridedBatched");
+    check_cublas(cublasGemmStridedBatchedEx(handle, op_b, op_a, n, m, k, &one, b, type, ldb,
+                                            stride_b, a, type, lda, stride_a, &zero, c, type, n,
+                                            plan.c_matrix(), as_int(plan.batch_count, "batch"),
+                                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                 "gemm: cublasGemmStridedBatchedEx");
     return;
   }
   for (std::int64_t i = 0; i < plan.batch_count; ++i) {
     std::int64_t a_index = 0;
     std::int64_t b_index = 0;
     plan.batch.offsets(i, a_index, b_index);
-    check_cublas(cublasSgemm(handle, op_b, op_a, n, m, k, &one, b + b_index * plan.b_matrix(), ldb,
-                             a + a_index * plan.a_matrix(), lda, &zero, c + i * plan.c_matrix(), n),
-                 "gemm: cublasSgemm");
+    check_cublas(cublasGemmEx(handle, op_b, op_a, n, m, k, &one,
+                              bytes_b + b_index * plan.b_matrix() * element, type, ldb,
+                              bytes_a + a_index * plan.a_matrix() * element, type, lda, &zero,
+                              bytes_c + i * plan.c_matrix() * element, type, n, CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT),
+                 "gemm: cublasGemmEx");
   }
 }
 

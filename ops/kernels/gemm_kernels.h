@@ -1,10 +1,11 @@
 #pragma once
-// The matrix-product kernels: a batch of row-major float32 products
+// The matrix-product kernels: a batch of row-major products
 // C[i] = op(A[i]) · op(B[i]), with each batch member's operands found through
 // a broadcast plan over the batch axes. Internal to ops/.
 
 #include <cstdint>
 
+#include "ops/dtype.h"
 #include "ops/kernels/broadcast.h"
 
 namespace tagflow::detail {
@@ -34,8 +35,12 @@ void sgemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, s
            const float* a, const float* b, float beta, float* c);
 }  // namespace cpu_kernels
 namespace gpu_kernels {
-/// `device` is the GPU whose compute stream `stream` is (for its cuBLAS handle).
-void gemm(const GemmPlan& plan, const float* a, const float* b, float* c, int device, void* stream);
+/// A, B and C of one floating-point `dtype`: float32 by cublasSgemm, float16
+/// and bfloat16 by cublasGemmEx accumulating in float32 (C rounded once).
+/// `device` is the GPU whose compute stream `stream` is (for its cuBLAS
+/// handle).
+void gemm(const GemmPlan& plan, DType dtype, const void* a, const void* b, void* c, int device,
+          void* stream);
 }  // namespace gpu_kernels
 
 }  // namespace tagflow::detail

@@ -50,7 +50,9 @@ void random_uniform(RandomDraw, const UniformParams&, float*, std::int64_t, void
 void random_normal(RandomDraw, const NormalParams&, float*, std::int64_t, void*) {
   unavailable("random normal");
 }
-void gemm(const GemmPlan&, const float*, const float*, float*, int, void*) { unavailable("gemm"); }
+void gemm(const GemmPlan&, DType, const void*, const void*, void*, int, void*) {
+  unavailable("gemm");
+}
 void join(const JoinPlan&, void*, void*) { unavailable("join"); }
 void one_hot(DType, const void*, DType, const OneHotParams&, void*, void*) {
   unavailable("one_hot");
@@ -61,7 +63,7 @@ void reduce(ReduceOp, DType, const void*, void*, const ReducePlan&, void*) {
 void softmax(bool, DType, const void*, void*, SoftmaxShape, void*) { unavailable("softmax"); }
 
 // dropout_kernels.h, softmax_cross_entropy_kernels.h
-void dropout(const DropoutParams&, const float*, const float*, float*, std::int64_t, void*) {
+void dropout(const DropoutParams&, DType, const void*, const float*, void*, std::int64_t, void*) {
   unavailable("dropout");
 }
 void softmax_cross_entropy_forward(const CrossEntropyArrays&, const CrossEntropyShape&, void*,
@@ -81,39 +83,39 @@ void adam(const AdamStep&, float*, const float*, float*, float*, std::int64_t, v
 void transpose(DType, const void*, void*, const TransposePlan&, void*) { unavailable("transpose"); }
 
 // conv_kernels.h, pool_kernels.h
-void conv2d_forward(const ConvGeometry&, const float*, const float*, const float*, float*,
+void conv2d_forward(const ConvGeometry&, DType, const void*, const void*, const void*, void*,
                     GpuScratch&, int, void*) {
   unavailable("conv2d");
 }
-void conv2d_backward_data(const ConvGeometry&, const float*, const float*, float*, GpuScratch&, int,
-                          void*) {
+void conv2d_backward_data(const ConvGeometry&, DType, const void*, const void*, void*, GpuScratch&,
+                          int, void*) {
   unavailable("conv2d_backward_data");
 }
-void conv2d_backward_weight(const ConvGeometry&, const float*, const float*, float*, GpuScratch&,
-                            int, void*) {
+void conv2d_backward_weight(const ConvGeometry&, DType, const void*, const void*, void*,
+                            GpuScratch&, int, void*) {
   unavailable("conv2d_backward_weight");
 }
-void pool2d_forward(const PoolGeometry&, const float*, float*, int, void*) {
+void pool2d_forward(const PoolGeometry&, DType, const void*, void*, int, void*) {
   unavailable("pool2d");
 }
-void pool2d_backward(const PoolGeometry&, const float*, const float*, const float*, float*, int,
+void pool2d_backward(const PoolGeometry&, DType, const void*, const void*, const void*, void*, int,
                      void*) {
   unavailable("pool2d_backward");
 }
 
 // batch_norm_kernels.h
-void batch_norm_forward_training(const BatchNormShape&, const BatchNormParams&, const float*,
-                                 const float*, const float*, float*, float*, float*, float*, float*,
+void batch_norm_forward_training(const BatchNormShape&, const BatchNormParams&, DType, const void*,
+                                 const float*, const float*, void*, float*, float*, float*, float*,
                                  int, void*) {
   unavailable("batch_norm");
 }
-void batch_norm_forward_inference(const BatchNormShape&, const BatchNormParams&, const float*,
-                                  const float*, const float*, const float*, const float*, float*,
+void batch_norm_forward_inference(const BatchNormShape&, const BatchNormParams&, DType, const void*,
+                                  const float*, const float*, const float*, const float*, void*,
                                   float*, float*, int, void*) {
   unavailable("batch_norm");
 }
-void batch_norm_backward(const BatchNormShape&, const BatchNormParams&, bool, const float*,
-                         const float*, const float*, const float*, const float*, float*, float*,
+void batch_norm_backward(const BatchNormShape&, const BatchNormParams&, bool, DType, const void*,
+                         const void*, const float*, const float*, const float*, void*, float*,
                          float*, int, void*) {
   unavailable("batch_norm_backward");
 }

@@ -22,17 +22,21 @@ namespace {
 constexpr int kThreads = 256;
 
 /// y[i] = the maximum of output i's window: a thread per output element.
-__global__ void max_pool_forward_kernel(PoolGeometry g, const float* x, float* y, std::int64_t n) {
-  for (std::int64_t i = first_index(); i < n; i += grid_stride()) y[i] = max_pool_output(g, x, i);
+template <typename T>
+__global__ void max_pool_forward_kernel(PoolGeometry g, const T* x, T* y, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
+    y[i] = convert_element<T>(max_pool_output(g, x, i));  // exact: one of x's elements
+  }
 }
 
 /// dx[i] gathered from the windows whose maximum is input element i: a
 /// thread per input element, every element written (Note [Max pooling's
 /// gradient, gathered] in pool_functors.h).
-__global__ void max_pool_backward_kernel(PoolGeometry g, const float* x, const float* dy, float* dx,
+template <typename T>
+__global__ void max_pool_backward_kernel(PoolGeometry g, const T* x, const T* dy, T* dx,
                                          std::int64_t n) {
   for (std::int64_t i = first_index(); i < n; i += grid_stride()) {
-    dx[i] = max_pool_input_gradient(g, x, dy, i);
+    dx[i] = convert_element<T>(max_pool_input_gradient(g, x, dy, i));  // summed in float
   }
 }
 
@@ -53,41 +57,48 @@ struct PoolDescriptors {
   TensorDescriptor x;
   TensorDescriptor y;
   PoolingDescriptor pool;
-  explicit PoolDescriptors(const PoolGeometry& g)
-      : x(g.batch, g.channels, g.in_h, g.in_w), y(g.batch, g.channels, g.out_h, g.out_w), pool(g) {}
+  PoolDescriptors(const PoolGeometry& g, DType dtype)
+      : x(g.batch, g.channels, g.in_h, g.in_w, dtype),
+        y(g.batch, g.channels, g.out_h, g.out_w, dtype),
+        pool(g) {}
 };
 
 }  // namespace
 
-void pool2d_forward(const PoolGeometry& g, const float* x, float* y, int device, void* stream) {
+void pool2d_forward(const PoolGeometry& g, DType dtype, const void* x, void* y, int device,
+                    void* stream) {
   if (g.mode == PoolMode::kMax) {
     const std::int64_t n = g.planes() * g.out_h * g.out_w;
     if (n == 0) return;
-    max_pool_forward_kernel<<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(g, x, y,
-                                                                                         n);
+    TAGFLOW_FLOAT_DTYPE_SWITCH(dtype, T, {
+      max_pool_forward_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
+          g, static_cast<const T*>(x), static_cast<T*>(y), n);
+    });
     check_launch("max pool forward kernel");
     return;
   }
   cudnnHandle_t h = cudnn_handle(stream, device);
-  PoolDescriptors d(g);
+  PoolDescriptors d(g, dtype);  // float scaling factors for every floating dtype
   const float one = 1.f;
   const float zero = 0.f;
   check_cudnn(cudnnPoolingForward(h, d.pool.desc, &one, d.x.desc, x, &zero, d.y.desc, y),
               "pool2d: cudnnPoolingForward");
 }
 
-void pool2d_backward(const PoolGeometry& g, const float* x, const float* y, const float* dy,
-                     float* dx, int device, void* stream) {
+void pool2d_backward(const PoolGeometry& g, DType dtype, const void* x, const void* y,
+                     const void* dy, void* dx, int device, void* stream) {
   if (g.mode == PoolMode::kMax) {
     const std::int64_t n = g.planes() * g.in_h * g.in_w;
     if (n == 0) return;
-    max_pool_backward_kernel<<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(g, x, dy,
-                                                                                          dx, n);
+    TAGFLOW_FLOAT_DTYPE_SWITCH(dtype, T, {
+      max_pool_backward_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, as_stream(stream)>>>(
+          g, static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dx), n);
+    });
     check_launch("max pool backward kernel");
     return;
   }
   cudnnHandle_t h = cudnn_handle(stream, device);
-  PoolDescriptors d(g);
+  PoolDescriptors d(g, dtype);
   const float one = 1.f;
   const float zero = 0.f;
   check_cudnn(cudnnPoolingBackward(h, d.pool.desc, &one, d.y.desc, y, d.y.desc, dy, d.x.desc, x,

@@ -51,15 +51,18 @@ struct WindowMaximum {
 /// CPU compiler emits no branches for it (window values come in no
 /// predictable order, and mispredicted branches would dominate), and GPU
 /// threads do not diverge on it. The second pass runs for NaN windows only.
-TAGFLOW_HOST_DEVICE TAGFLOW_INLINE WindowMaximum window_maximum(const float* plane,
-                                                                std::int64_t in_w, Span rows,
-                                                                Span cols) {
+///
+/// `T` is float, Half or BFloat16: a 16-bit element is compared as its
+/// (exact) float.
+template <typename T>
+TAGFLOW_HOST_DEVICE TAGFLOW_INLINE WindowMaximum window_maximum(const T* plane, std::int64_t in_w,
+                                                                Span rows, Span cols) {
   const std::int64_t first = rows.begin * in_w + cols.begin;
-  WindowMaximum best{plane[first], first};
+  WindowMaximum best{static_cast<float>(plane[first]), first};
   bool nan = false;
   for (std::int64_t h = rows.begin; h < rows.end; ++h) {
     for (std::int64_t w = cols.begin; w < cols.end; ++w) {
-      const float v = plane[h * in_w + w];
+      const auto v = static_cast<float>(plane[h * in_w + w]);
       const bool take = v > best.value;  // false for a NaN, and for a tie
       best.value = take ? v : best.value;
       best.offset = take ? h * in_w + w : best.offset;
@@ -69,7 +72,7 @@ TAGFLOW_HOST_DEVICE TAGFLOW_INLINE WindowMaximum window_maximum(const float* pla
   if (nan) [[unlikely]] {
     for (std::int64_t h = rows.begin; h < rows.end; ++h) {
       for (std::int64_t w = cols.begin; w < cols.end; ++w) {
-        const float v = plane[h * in_w + w];
+        const auto v = static_cast<float>(plane[h * in_w + w]);
         if (v != v) return {v, h * in_w + w};
       }
     }
@@ -91,7 +94,8 @@ TAGFLOW_HOST_DEVICE TAGFLOW_INLINE Span windows_holding(std::int64_t i, int kern
 
 /// Max pooling's output element `i` (a flat index of y): the maximum of its
 /// window. One GPU thread's work.
-TAGFLOW_HOST_DEVICE TAGFLOW_INLINE float max_pool_output(const PoolGeometry& g, const float* x,
+template <typename T>
+TAGFLOW_HOST_DEVICE TAGFLOW_INLINE float max_pool_output(const PoolGeometry& g, const T* x,
                                                          std::int64_t i) {
   const std::int64_t ow = i % g.out_w;
   const std::int64_t oh = (i / g.out_w) % g.out_h;
@@ -114,14 +118,14 @@ TAGFLOW_HOST_DEVICE TAGFLOW_INLINE float max_pool_output(const PoolGeometry& g, 
 /// same bits as the CPU, at the price of evaluating a window for each
 /// element it holds instead of once (the same count for 2x2 windows at
 /// stride 2, where each element lies in one window).
-TAGFLOW_HOST_DEVICE TAGFLOW_INLINE float max_pool_input_gradient(const PoolGeometry& g,
-                                                                 const float* x, const float* dy,
-                                                                 std::int64_t i) {
+template <typename T>
+TAGFLOW_HOST_DEVICE TAGFLOW_INLINE float max_pool_input_gradient(const PoolGeometry& g, const T* x,
+                                                                 const T* dy, std::int64_t i) {
   const std::int64_t w = i % g.in_w;
   const std::int64_t h = (i / g.in_w) % g.in_h;
   const std::int64_t plane = i / (g.in_w * g.in_h);
-  const float* px = x + plane * g.in_h * g.in_w;
-  const float* pdy = dy + plane * g.out_h * g.out_w;
+  const T* px = x + plane * g.in_h * g.in_w;
+  const T* pdy = dy + plane * g.out_h * g.out_w;
   const Span ohs = windows_holding(h, g.kernel_h, g.stride_h, g.pad_h, g.out_h);
   const Span ows = windows_holding(w, g.kernel_w, g.stride_w, g.pad_w, g.out_w);
   float sum = 0.f;
@@ -129,7 +133,7 @@ TAGFLOW_HOST_DEVICE TAGFLOW_INLINE float max_pool_input_gradient(const PoolGeome
     const Span rows = window_rows(g, oh);
     for (std::int64_t ow = ows.begin; ow < ows.end; ++ow) {
       if (window_maximum(px, g.in_w, rows, window_cols(g, ow)).offset == h * g.in_w + w) {
-        sum += pdy[oh * g.out_w + ow];
+        sum += static_cast<float>(pdy[oh * g.out_w + ow]);
       }
     }
   }

@@ -1,6 +1,8 @@
 #pragma once
-// The 2-D pooling kernels (NCHW, float32): forward and the backward pass the
-// gradient pushes as an engine operation of its own. The CPU ones
+// The 2-D pooling kernels (NCHW): forward and the backward pass the
+// gradient pushes as an engine operation of its own. The CPU kernels take
+// float32 (16-bit arrays are staged through float32: float_staging.h); the
+// CUDA kernels every floating dtype, computing in float. The CPU ones
 // (pool_cpu.cc, also run by simulated GPUs) are direct loops; the CUDA ones
 // (pool.cu) are kernels of their own for max pooling and cuDNN for
 // averages. Both take the window rules from pool_functors.h. Internal to
@@ -11,6 +13,8 @@
 // element, a maximum and a non-zero count.
 
 #include <cstdint>
+
+#include "ops/dtype.h"
 
 namespace tagflow::detail {
 
@@ -43,10 +47,12 @@ void pool2d_backward(const PoolGeometry& g, const float* x, const float* y, cons
 }  // namespace cpu_kernels
 
 namespace gpu_kernels {
-/// As the CPU kernels; `device` is the GPU whose compute stream `stream` is.
-void pool2d_forward(const PoolGeometry& g, const float* x, float* y, int device, void* stream);
-void pool2d_backward(const PoolGeometry& g, const float* x, const float* y, const float* dy,
-                     float* dx, int device, void* stream);
+/// As the CPU kernels, on arrays of floating-point `dtype`; `device` is the
+/// GPU whose compute stream `stream` is.
+void pool2d_forward(const PoolGeometry& g, DType dtype, const void* x, void* y, int device,
+                    void* stream);
+void pool2d_backward(const PoolGeometry& g, DType dtype, const void* x, const void* y,
+                     const void* dy, void* dx, int device, void* stream);
 }  // namespace gpu_kernels
 
 }  // namespace tagflow::detail

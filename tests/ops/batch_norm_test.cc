@@ -443,7 +443,10 @@ TEST(BatchNormTest, BadInputGetsClearErrorsAndChangesNothing) {
             "batch_norm: expected running_var (the 5th argument) of shape (2), one value per "
             "channel of the input (4x2), got (3)");
   EXPECT_EQ(error_of(bn(x.astype(DType::kInt32), c3, c3, rm, rv)),
-            "batch_norm: expected a float32 array as the first argument, got int32. Convert it "
+            "batch_norm: expected a floating-point array (float32, float16 or bfloat16) as the "
+            "first argument, got int32. Convert it with astype(DType::kFloat32)");
+  EXPECT_EQ(error_of(bn(x, c3.astype(DType::kFloat16), c3, rm, rv)),
+            "batch_norm: expected a float32 array as the 2nd argument, got float16. Convert it "
             "with astype(DType::kFloat32)");
   EXPECT_EQ(error_of(bn(x, c3, c3, rm, rv.astype(DType::kInt64))),
             "batch_norm: expected a float32 array as the 5th argument, got int64. Convert it "

@@ -376,8 +376,11 @@ TEST(ConvTest, BadInputGetsClearErrorsAndLeavesTheEngineUsable) {
             "conv2d: the kernel (8x1 spanning 8x1 with dilation (1, 1)) is larger than the "
             "padded input (7x7 with padding (1, 1))");
   EXPECT_EQ(error_of([&] { (void)conv2d(x.astype(DType::kInt32), w, none); }),
-            "conv2d: expected a float32 array as the first argument, got int32. Convert it with "
-            "astype(DType::kFloat32)");
+            "conv2d: expected a floating-point array (float32, float16 or bfloat16) as the first "
+            "argument, got int32. Convert it with astype(DType::kFloat32)");
+  EXPECT_EQ(error_of([&] { (void)conv2d(x.astype(DType::kBFloat16), w, none); }),
+            "conv2d: all inputs must have the same dtype, but the first argument is bfloat16 "
+            "while the 2nd argument is float32. Convert one with astype()");
   EXPECT_EQ(error_of([&] { (void)conv2d(x, none, none); }),
             "conv2d: the 2nd argument is an empty array (default-constructed)");
   EXPECT_EQ(error_of([&] { (void)conv2d(x, w, zeros({6}, DType::kFloat32, gpu(0))); }),

@@ -204,8 +204,8 @@ TEST(DropoutTest, BadArgumentsGetClearErrorsInEveryMode) {
     EXPECT_EQ(error_of([&] { (void)dropout(x, std::nan(""), training); }),
               "dropout: expected a drop probability p in [0, 1), got nan");
     EXPECT_EQ(error_of([&] { (void)dropout(zeros({2}, DType::kInt32), 0.5, training); }),
-              "dropout: expected a float32 array as the first argument, got int32. Convert it "
-              "with astype(DType::kFloat32)");
+              "dropout: expected a floating-point array (float32, float16 or bfloat16) as the "
+              "first argument, got int32. Convert it with astype(DType::kFloat32)");
     EXPECT_EQ(error_of([&] { (void)dropout(NDArray(), 0.5, training); }),
               "dropout: the first argument is an empty array (default-constructed)");
   }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -421,6 +422,142 @@ TEST(HalfOpsTest, MovesAndOneHotKeepTheBits) {
                 (std::vector<float>{0, 0, static_cast<float>(round_to(0.1, dtype)),
                                     static_cast<float>(round_to(0.1, dtype)), 0, 0, 0,
                                     static_cast<float>(round_to(0.1, dtype)), 0}));
+    }
+  }
+}
+
+/// `f(inputs)` for 16-bit inputs and for their float32 copies: the 16-bit
+/// outputs (and the gradients of the inputs flagged in `grads`, through the
+/// head gradient `head`) must be the float32 ones rounded once: a CPU
+/// device or simulated GPU widens 16-bit arrays, runs the float32 kernel and
+/// rounds its result (Note [Half precision arithmetic]). Gradients of
+/// float32 parameters (batch norm's) must be equal.
+void expect_float32_rounded_once(const std::function<NDArray(const std::vector<NDArray>&)>& f,
+                                 std::vector<NDArray> inputs, const std::vector<bool>& grads,
+                                 const NDArray& head, DType dtype, const std::string& what) {
+  std::vector<NDArray> wide;
+  for (NDArray& in : inputs) {
+    wide.push_back(in.astype(is_half(in.dtype()) ? DType::kFloat32 : in.dtype()));
+  }
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (grads[i]) {
+      inputs[i].attach_grad();
+      wide[i].attach_grad();
+    }
+  }
+  NDArray out;
+  NDArray out32;
+  {
+    const auto recording = autograd::record();
+    out = f(inputs);
+    out32 = f(wide);
+    sum(out * head).backward();
+    sum(out32 * head.astype(DType::kFloat32)).backward();
+  }
+  ASSERT_EQ(out.dtype(), dtype) << what;
+  const auto as_doubles = [](const NDArray& a) {
+    const std::vector<float> v = a.astype(DType::kFloat32).to_vector<float>();
+    return std::vector<double>(v.begin(), v.end());
+  };
+  expect_rounded_once(values_of(out), as_doubles(out32), dtype, what);
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (!grads[i]) continue;
+    const std::string name = what + ", gradient of input " + std::to_string(i);
+    ASSERT_EQ(inputs[i].grad().dtype(), inputs[i].dtype()) << name;
+    if (is_half(inputs[i].dtype())) {
+      expect_rounded_once(values_of(inputs[i].grad()), as_doubles(wide[i].grad()), dtype, name);
+    } else {
+      EXPECT_EQ(inputs[i].grad().to_vector<float>(), wide[i].grad().to_vector<float>()) << name;
+    }
+  }
+}
+
+TEST(HalfOpsTest, ProductsSumInFloatAndRoundOnce) {
+  const std::vector<float> as = random_floats(6 * 64, -1.f, 1.f, 10);
+  const std::vector<float> bs = random_floats(64 * 5, -1.f, 1.f, 11);
+  for (const DType dtype : kHalfTypes) {
+    const std::vector<double> a = rounded(as, dtype);
+    const std::vector<double> b = rounded(bs, dtype);
+    std::vector<double> c(30, 0.0);
+    for (int i = 0; i < 6; ++i) {
+      for (int j = 0; j < 5; ++j) {
+        for (int k = 0; k < 64; ++k) {
+          c[static_cast<std::size_t>(i * 5 + j)] +=
+              a[static_cast<std::size_t>(i * 64 + k)] * b[static_cast<std::size_t>(k * 5 + j)];
+        }
+      }
+    }
+    for (const Context ctx : all_devices()) {
+      SCOPED_TRACE(ctx.str());
+      const NDArray x = half_array(as, {6, 64}, ctx, dtype);
+      const NDArray y = half_array(bs, {64, 5}, ctx, dtype);
+      // Float accumulation of 64 products: far inside one 16-bit unit.
+      expect_within_ulps(values_of(dot(x, y)), c, dtype, 1, "dot");
+      expect_within_ulps(values_of(matmul(x, y)), c, dtype, 1, "matmul");
+      const NDArray head = half_array(random_floats(30, -1.f, 1.f, 12), {6, 5}, ctx, dtype);
+      expect_float32_rounded_once([](const std::vector<NDArray>& in) { return dot(in[0], in[1]); },
+                                  {x, y}, {true, true}, head, dtype, "dot and its gradients");
+      expect_float32_rounded_once(
+          [](const std::vector<NDArray>& in) {
+            return batch_dot(in[0].reshape({2, 3, 64}), in[1].reshape({2, 64, 5}), false, false)
+                .reshape({6, 5});
+          },
+          {x, half_array(random_floats(2 * 64 * 5, -1.f, 1.f, 13), {128, 5}, ctx, dtype)},
+          {true, true}, head, dtype, "batch_dot");
+    }
+  }
+}
+
+TEST(HalfOpsTest, ConvolutionsPoolingBatchNormAndDropoutComputeInFloat32) {
+  for (const DType dtype : kHalfTypes) {
+    for (const Context ctx : all_devices()) {
+      SCOPED_TRACE(ctx.str());
+      const NDArray x =
+          half_array(random_floats(2 * 3 * 8 * 8, -2.f, 2.f, 14), {2, 3, 8, 8}, ctx, dtype);
+      const NDArray w =
+          half_array(random_floats(4 * 3 * 3 * 3, -0.5f, 0.5f, 15), {4, 3, 3, 3}, ctx, dtype);
+      const NDArray b = half_array(random_floats(4, -1.f, 1.f, 16), {4}, ctx, dtype);
+      const NDArray conv_head =
+          half_array(random_floats(2 * 4 * 8 * 8, -1.f, 1.f, 17), {2, 4, 8, 8}, ctx, dtype);
+      expect_float32_rounded_once(
+          [](const std::vector<NDArray>& in) {
+            return conv2d(in[0], in[1], in[2], {.padding = {1, 1}});
+          },
+          {x, w, b}, {true, true, true}, conv_head, dtype, "conv2d");
+      const NDArray pool_head =
+          half_array(random_floats(2 * 3 * 4 * 4, -1.f, 1.f, 18), {2, 3, 4, 4}, ctx, dtype);
+      expect_float32_rounded_once([](const std::vector<NDArray>& in) { return max_pool2d(in[0]); },
+                                  {x}, {true}, pool_head, dtype, "max_pool2d");
+      expect_float32_rounded_once([](const std::vector<NDArray>& in) { return avg_pool2d(in[0]); },
+                                  {x}, {true}, pool_head, dtype, "avg_pool2d");
+      // Batch norm: a 16-bit input with float32 per-channel values, whose
+      // gradients stay float32.
+      const NDArray gamma = array(std::vector<float>{1.5f, -0.5f, 2.f}, {3}, ctx);
+      const NDArray beta = array(std::vector<float>{0.f, 0.25f, -1.f}, {3}, ctx);
+      NDArray mean16 = zeros({3}, DType::kFloat32, ctx);
+      NDArray var16 = ones({3}, DType::kFloat32, ctx);
+      NDArray mean32 = zeros({3}, DType::kFloat32, ctx);
+      NDArray var32 = ones({3}, DType::kFloat32, ctx);
+      expect_float32_rounded_once(
+          [&](const std::vector<NDArray>& in) {
+            const bool half = is_half(in[0].dtype());
+            return batch_norm(in[0], in[1], in[2], half ? mean16 : mean32, half ? var16 : var32);
+          },
+          {x, gamma, beta}, {true, true, true}, x, dtype, "batch_norm");
+      EXPECT_EQ(mean16.to_vector<float>(), mean32.to_vector<float>());
+      EXPECT_EQ(var16.to_vector<float>(), var32.to_vector<float>());
+      // Dropout: the same float32 draws keep the same elements; a kept one
+      // is x / (1 - p) rounded once from double.
+      const std::vector<float> kept32 =
+          dropout(x.astype(DType::kFloat32), 0.3, true, 99).to_vector<float>();
+      const NDArray dropped = dropout(x, 0.3, true, 99);
+      EXPECT_EQ(dropped.dtype(), dtype);
+      const std::vector<float> xv = values_of(x);
+      std::vector<double> expected;
+      for (std::size_t i = 0; i < xv.size(); ++i) {
+        expected.push_back(kept32[i] == 0.f ? 0.0 : static_cast<double>(xv[i]) / 0.7);
+      }
+      expect_rounded_once(values_of(dropped), expected, dtype, "dropout");
     }
   }
 }

@@ -143,8 +143,13 @@ TEST(LinalgTest, BadOperandsAreRejected) {
   EXPECT_EQ(error_of([&] {
               (void)dot(a, zeros({3, 2}, DType::kInt32));
             }),
-            "dot: expected a float32 array as the 2nd argument, got int32. Convert it with "
-            "astype(DType::kFloat32)");
+            "dot: expected a floating-point array (float32, float16 or bfloat16) as the 2nd "
+            "argument, got int32. Convert it with astype(DType::kFloat32)");
+  EXPECT_EQ(error_of([&] {
+              (void)dot(a, zeros({3, 2}, DType::kFloat16));
+            }),
+            "dot: all inputs must have the same dtype, but the first argument is float32 while "
+            "the 2nd argument is float16. Convert one with astype()");
   EXPECT_EQ(error_of([&] {
               (void)dot(zeros({2, 2, 2}), a);
             }),

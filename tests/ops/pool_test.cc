@@ -549,8 +549,8 @@ TEST(PoolTest, BadInputGetsClearErrorsAndLeavesTheEngineUsable) {
             "max_pool2d: the kernel (6x2) is larger than the padded input (5x5: input "
             "(2x3x5x5) with padding (0, 0))");
   EXPECT_EQ(error_of([&] { (void)max_pool2d(x.astype(DType::kInt32)); }),
-            "max_pool2d: expected a float32 array as the first argument, got int32. Convert it "
-            "with astype(DType::kFloat32)");
+            "max_pool2d: expected a floating-point array (float32, float16 or bfloat16) as the "
+            "first argument, got int32. Convert it with astype(DType::kFloat32)");
   EXPECT_EQ(error_of([&] { (void)pool2d(NDArray(), PoolType::kAverage, {}); }),
             "avg_pool2d: the first argument is an empty array (default-constructed)");
   // Still usable.
