@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "nn/amp.h"
 #include "ops/autograd.h"
 #include "ops/batch_norm.h"
 #include "ops/dropout.h"
@@ -45,8 +46,10 @@ NDArray Dense::forward(const NDArray& x) {
                 "{}: expected {} input features, got {} (input shape ({}))", name(),
                 weight_->shape()[1], features, x.shape().str());
   const Context ctx = x.context();
-  NDArray y = dot(x.reshape({batch, features}), weight_->data(ctx), false, true);
-  if (bias_ != nullptr) y = y + bias_->data(ctx);
+  // In an autocast scope, in its dtype (Note [Mixed precision] in nn/amp.h).
+  NDArray y = dot(amp::to_compute_dtype(x).reshape({batch, features}),
+                  amp::to_compute_dtype(weight_->data(ctx)), false, true);
+  if (bias_ != nullptr) y = y + amp::to_compute_dtype(bias_->data(ctx));
   return activate(y, activation_);
 }
 

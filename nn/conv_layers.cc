@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "nn/amp.h"
 #include "nn/basic_layers.h"
 
 namespace tagflow::nn {
@@ -73,8 +74,10 @@ NDArray Conv2D::forward(const NDArray& x) {
                 "{}: expected {} input channels, got {} (input shape ({}))", name(),
                 weight_->shape()[1] * options_.groups, in_channels, x.shape().str());
   const Context ctx = x.context();
+  // In an autocast scope, in its dtype (Note [Mixed precision] in nn/amp.h).
   NDArray y =
-      conv2d(x, weight_->data(ctx), bias_ != nullptr ? bias_->data(ctx) : NDArray(), options_);
+      conv2d(amp::to_compute_dtype(x), amp::to_compute_dtype(weight_->data(ctx)),
+             bias_ != nullptr ? amp::to_compute_dtype(bias_->data(ctx)) : NDArray(), options_);
   return activate(y, activation_);
 }
 

@@ -1,5 +1,6 @@
 #include "nn/loss.h"
 
+#include "nn/amp.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "ops/softmax.h"
@@ -22,7 +23,8 @@ NDArray per_sample_mean(const NDArray& x) { return mean(x.reshape({x.shape()[0],
 
 }  // namespace
 
-NDArray SoftmaxCrossEntropyLoss::operator()(const NDArray& pred, const NDArray& label) const {
+NDArray SoftmaxCrossEntropyLoss::operator()(const NDArray& input, const NDArray& label) const {
+  const NDArray pred = amp::to_float32(input);  // Note [Mixed precision]
   check_batch("SoftmaxCrossEntropyLoss", pred, label);
   TAGFLOW_CHECK(pred.ndim() == 2,
                 "SoftmaxCrossEntropyLoss: expected predictions of shape (batch, classes), got ({})",
@@ -43,12 +45,14 @@ NDArray SoftmaxCrossEntropyLoss::operator()(const NDArray& pred, const NDArray& 
   return -sum(log_softmax(pred, 1) * label, 1);
 }
 
-NDArray L2Loss::operator()(const NDArray& pred, const NDArray& label) const {
+NDArray L2Loss::operator()(const NDArray& input, const NDArray& label) const {
+  const NDArray pred = amp::to_float32(input);
   check_batch("L2Loss", pred, label);
   return per_sample_mean(square(pred - label.reshape(pred.shape()))) * 0.5;
 }
 
-NDArray L1Loss::operator()(const NDArray& pred, const NDArray& label) const {
+NDArray L1Loss::operator()(const NDArray& input, const NDArray& label) const {
+  const NDArray pred = amp::to_float32(input);
   check_batch("L1Loss", pred, label);
   return per_sample_mean(abs(pred - label.reshape(pred.shape())));
 }

@@ -10,7 +10,9 @@
 
 namespace tagflow::nn {
 
-/// -log softmax(pred)[label] per sample; `pred` (batch, classes) float32,
+/// -log softmax(pred)[label] per sample; `pred` (batch, classes) floating
+/// point (a 16-bit one is made float32 inside an autocast scope: Note
+/// [Mixed precision] in nn/amp.h),
 /// `label` (batch) class indices (any dtype). With `sparse_label` false the
 /// label is a (batch, classes) distribution instead.
 class SoftmaxCrossEntropyLoss {

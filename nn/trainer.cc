@@ -1,5 +1,6 @@
 #include "nn/trainer.h"
 
+#include <cmath>
 #include <map>
 #include <stdexcept>
 
@@ -33,6 +34,13 @@ Trainer::Trainer(ParameterDict params, std::string optimizer, TrainerOptions opt
   TAGFLOW_CHECK(options_.clip_global_norm == -1 || options_.clip_global_norm > 0,
                 "Trainer: expected clip_global_norm > 0 (or -1: none), got {}",
                 options_.clip_global_norm);
+  const amp::LossScaleOptions& ls = options_.loss_scale;
+  TAGFLOW_CHECK(!ls.enabled || (ls.initial_scale > 0 && std::isfinite(ls.initial_scale) &&
+                                ls.growth_factor > 1 && ls.backoff_factor > 0 &&
+                                ls.backoff_factor < 1 && ls.growth_interval >= 1),
+                "Trainer: expected a loss scale with initial_scale > 0 (finite), growth_factor "
+                "> 1, backoff_factor in (0, 1) and growth_interval >= 1, got {}, {}, {} and {}",
+                ls.initial_scale, ls.growth_factor, ls.backoff_factor, ls.growth_interval);
   options_.schedule.check();
 }
 
@@ -73,6 +81,71 @@ void Trainer::clip_by_global_norm(double rescale) {
       g *= f;
     }
   }
+}
+
+void Trainer::make_scale_state() {
+  if (scale_.defined()) return;
+  Context ctx = cpu();
+  for (const ParameterPtr& p : params_) {
+    if (p->initialized()) {
+      ctx = p->list_ctx().front();
+      break;
+    }
+  }
+  scale_ = full({1}, options_.loss_scale.initial_scale, ctx);
+  clean_steps_ = zeros({1}, DType::kFloat32, ctx);
+  skipped_ = zeros({1}, DType::kFloat32, ctx);
+}
+
+NDArray Trainer::scale_loss(const NDArray& loss) {
+  if (!options_.loss_scale.enabled) return loss;
+  TAGFLOW_CHECK(loss.defined() && is_floating(loss.dtype()),
+                "Trainer::scale_loss: expected a floating-point loss, got {}",
+                loss.defined() ? std::string(dtype_name(loss.dtype())) : "an empty array");
+  make_scale_state();
+  NDArray scale = scale_.context() == loss.context() ? scale_ : scale_.copyto(loss.context());
+  if (scale.dtype() != loss.dtype()) scale = scale.astype(loss.dtype());
+  return loss * scale;
+}
+
+// Note [Dynamic loss scaling] (nn/amp.h). A gradient is not finite exactly
+// when sum(g * 0) is NaN (0 times an infinity or a NaN is NaN; a sum of
+// zeros cannot overflow), so the check is an elementwise product, a sum and
+// a comparison per parameter, summed on the scale's device.
+NDArray Trainer::unscale_gradients() {
+  make_scale_state();
+  const Context home = scale_.context();
+  NDArray bad;  // how many parameters have a gradient that is not finite
+  for (const ParameterPtr& p : params_) {
+    if (p->grad_req() == GradReq::kNull) continue;
+    const NDArray s = sum(p->list_grad().front() * 0.0);
+    NDArray b = not_equal(s, s);
+    if (b.dtype() != DType::kFloat32) b = b.astype(DType::kFloat32);
+    if (b.context() != home) b = b.copyto(home);
+    bad = bad.defined() ? bad + b : b;
+  }
+  if (!bad.defined()) return zeros({1}, DType::kFloat32, home);
+  const NDArray inverse = 1.0 / scale_;
+  std::map<Context, NDArray> inverses;  // one copy per device
+  for (const ParameterPtr& p : params_) {
+    if (p->grad_req() == GradReq::kNull) continue;
+    for (NDArray g : p->list_grad()) {
+      NDArray& f = inverses[g.context()];
+      if (!f.defined()) f = g.context() == home ? inverse : inverse.copyto(g.context());
+      g *= f.dtype() == g.dtype() ? f : f.astype(g.dtype());
+    }
+  }
+  return greater(bad, 0.0);
+}
+
+void Trainer::update_loss_scale(const NDArray& overflow) {
+  const amp::LossScaleOptions& o = options_.loss_scale;
+  const NDArray clean = 1.0 - overflow;
+  clean_steps_ = (clean_steps_ + 1.0) * clean;
+  const NDArray grow = greater_equal(clean_steps_, static_cast<double>(o.growth_interval));
+  scale_ = scale_ * (overflow * o.backoff_factor + clean * (grow * (o.growth_factor - 1.0) + 1.0));
+  clean_steps_ = clean_steps_ * (1.0 - grow);
+  skipped_ = skipped_ + overflow;
 }
 
 void Trainer::check_initialized() const {
@@ -124,6 +197,17 @@ void Trainer::update(std::int64_t batch_size) {
   ++steps_;
   const double rate = options_.schedule.learning_rate(steps_, options_.learning_rate);
   const double rescale = 1.0 / static_cast<double>(batch_size);
+  // With loss scaling: the gradients unscaled first, so that clipping sees
+  // their true norm; the overflow flag, copied to each device, gates every
+  // update there.
+  const NDArray overflow = options_.loss_scale.enabled ? unscale_gradients() : NDArray();
+  std::map<Context, NDArray> skip;
+  const auto skip_on = [&](Context ctx) {
+    if (!overflow.defined()) return NDArray();
+    NDArray& s = skip[ctx];
+    if (!s.defined()) s = ctx == overflow.context() ? overflow : overflow.copyto(ctx);
+    return s;
+  };
   if (options_.clip_global_norm > 0) clip_by_global_norm(rescale);
   make_states();
   std::size_t index = 0;
@@ -140,7 +224,8 @@ void Trainer::update(std::int64_t batch_size) {
                     .weight_decay = options_.weight_decay,
                     .rescale_grad = rescale,
                     .clip_gradient = options_.clip_gradient,
-                    .nesterov = options_.nesterov});
+                    .nesterov = options_.nesterov},
+                   skip_on(weights[d].context()));
       } else {
         adam_update(weights[d], grads[d], states[d].first, states[d].second,
                     {.learning_rate = rate,
@@ -150,10 +235,11 @@ void Trainer::update(std::int64_t batch_size) {
                      .weight_decay = options_.weight_decay,
                      .rescale_grad = rescale,
                      .clip_gradient = options_.clip_gradient},
-                    steps_);
+                    steps_, skip_on(weights[d].context()));
       }
     }
   }
+  if (overflow.defined()) update_loss_scale(overflow);
 }
 
 void Trainer::make_states() {
@@ -184,8 +270,13 @@ void Trainer::make_states() {
 // read back to the same double), the number of parameters and their names,
 // and tagflow's version. A file fits a trainer of the same optimizer whose
 // parameters have, in order, the shapes of the saved states. Parameters
-// themselves are saved by Block::save_parameters, next to it.
+// themselves are saved by Block::save_parameters, next to it. With loss
+// scaling the scale, the clean steps and the skipped updates are saved too,
+// as (1) float32 tensors "amp.scale", "amp.clean_steps" and "amp.skipped";
+// a trainer without loss scaling ignores them when it loads the file.
 namespace {
+
+constexpr const char* kAmpTensors[] = {"amp.scale", "amp.clean_steps", "amp.skipped"};
 
 constexpr const char* kOptimizerKey = "tagflow.optimizer";
 constexpr const char* kUpdatesKey = "tagflow.updates";
@@ -212,6 +303,12 @@ void Trainer::save_states(const std::filesystem::path& path,
       if (optimizer_ == "adam") tensors.emplace_back(prefix + "v", states[0].second);
     }
     ++index;
+  }
+  if (options_.loss_scale.enabled) {
+    make_scale_state();
+    tensors.emplace_back(kAmpTensors[0], scale_);
+    tensors.emplace_back(kAmpTensors[1], clean_steps_);
+    tensors.emplace_back(kAmpTensors[2], skipped_);
   }
   std::map<std::string, std::string> all = metadata;
   all[kOptimizerKey] = optimizer_;
@@ -291,11 +388,36 @@ std::map<std::string, std::string> Trainer::load_states(const std::filesystem::p
     }
     ++index;
   }
+  // Loss scaling's state: restored with loss scaling, ignored without.
+  std::vector<NDArray> amp_values;
+  for (const char* name : kAmpTensors) {
+    const auto it = loaded.find(name);
+    if (it == loaded.end()) continue;
+    if (it->second.shape() != Shape{1} || it->second.dtype() != DType::kFloat32) {
+      throw io::FileError(
+          path, fmt::format("\"{}\": expected float32 of shape (1), got {} of "
+                            "shape ({})",
+                            name, dtype_name(it->second.dtype()), it->second.shape().str()));
+    }
+    ++used_tensors;
+    amp_values.push_back(it->second);
+  }
+  if (!amp_values.empty() && amp_values.size() != std::size(kAmpTensors)) {
+    throw io::FileError(path,
+                        "a loss-scaling state with some of \"amp.scale\", "
+                        "\"amp.clean_steps\" and \"amp.skipped\" missing");
+  }
   if (used_tensors != loaded.size()) {
     throw io::FileError(path, fmt::format("{} tensors that belong to no parameter's state",
                                           loaded.size() - used_tensors));
   }
   for (auto& [state, value] : assignments) value.copyto(*state);
+  if (options_.loss_scale.enabled && !amp_values.empty()) {
+    make_scale_state();
+    scale_ = amp_values[0].copyto(scale_.context());
+    clean_steps_ = amp_values[1].copyto(scale_.context());
+    skipped_ = amp_values[2].copyto(scale_.context());
+  }
   steps_ = updates;
   options_.learning_rate = rate;
   return metadata;

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/amp.h"
 #include "nn/dist/gradient_aggregator.h"
 #include "nn/lr_schedule.h"
 #include "nn/parameter.h"
@@ -50,6 +51,9 @@ struct TrainerOptions {
   double clip_global_norm = -1;
   /// The rate of each update (nn/lr_schedule.h); constant by default.
   LrSchedule schedule;
+  /// Dynamic loss scaling for float16 training (Note [Dynamic loss scaling]
+  /// in nn/amp.h); off by default.
+  amp::LossScaleOptions loss_scale;
 };
 
 class Trainer {
@@ -102,6 +106,19 @@ class Trainer {
   /// io::FileError saying what differs. The parameters must be initialized.
   std::map<std::string, std::string> load_states(const std::filesystem::path& path);
 
+  /// `loss` times the loss scale when loss scaling is enabled (Note
+  /// [Dynamic loss scaling] in nn/amp.h), else `loss` itself: call
+  /// backward on what it returns. Recorded like any product; returns at
+  /// once. The parameters must be initialized (after a first forward).
+  NDArray scale_loss(const NDArray& loss);
+  /// The loss scale the next scale_loss uses: a (1) float32 array on the
+  /// first parameter's first device, read without waiting for anything
+  /// else; undefined without loss scaling (or before the first scale_loss).
+  const NDArray& loss_scale() const { return scale_; }
+  /// How many updates were skipped because a gradient was not finite: a
+  /// (1) float32 array beside loss_scale().
+  const NDArray& skipped_updates() const { return skipped_; }
+
   const dist::GradientAggregator& aggregator() const { return *aggregator_; }
 
   /// The base rate (TrainerOptions::learning_rate).
@@ -125,6 +142,14 @@ class Trainer {
   /// Scales every gradient by min(1, clip_global_norm / norm) (Note
   /// [Clipping by the global norm]).
   void clip_by_global_norm(double rescale);
+  /// Makes the loss-scaling state (scale, clean steps, skips) on the first
+  /// parameter's first device, unless it exists.
+  void make_scale_state();
+  /// Divides every gradient by the loss scale; returns a (1) array on the
+  /// scale's device: 1 when some gradient held an infinity or NaN, else 0.
+  NDArray unscale_gradients();
+  /// The scale's next value from this step's overflow flag.
+  void update_loss_scale(const NDArray& overflow);
 
   ParameterDict params_;
   std::string optimizer_;
@@ -138,6 +163,11 @@ class Trainer {
   /// and second moments (adam). Made on the first step.
   std::vector<std::vector<std::pair<NDArray, NDArray>>> states_;
   NDArray last_global_norm_;
+  /// Loss scaling: the scale, the clean steps since it last changed, the
+  /// updates skipped; (1) float32 arrays on one device.
+  NDArray scale_;
+  NDArray clean_steps_;
+  NDArray skipped_;
 };
 
 }  // namespace tagflow::nn

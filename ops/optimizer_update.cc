@@ -24,10 +24,22 @@ void check_state(const char* op, const NDArray& weight,
   }
 }
 
+/// Throws unless `skip_if` is undefined or a (1) float32 array on the
+/// weight's device.
+void check_skip(const char* op, const NDArray& weight, const NDArray& skip_if) {
+  if (!skip_if.defined()) return;
+  TAGFLOW_CHECK(skip_if.dtype() == DType::kFloat32 && skip_if.size() == 1 &&
+                    skip_if.context() == weight.context(),
+                "{}: expected skip_if as one float32 value on {} (the weight's device), got {} "
+                "({}) on {}",
+                op, weight.context().str(), dtype_name(skip_if.dtype()), skip_if.shape().str(),
+                skip_if.context().str());
+}
+
 }  // namespace
 
 void sgd_update(const NDArray& weight, const NDArray& grad, const NDArray& momentum_state,
-                const SgdOptions& o) {
+                const SgdOptions& o, const NDArray& skip_if) {
   constexpr const char* kName = "sgd_update";
   detail::check_defined(kName, weight, 1);
   detail::check_float32(kName, weight, 1);
@@ -39,6 +51,7 @@ void sgd_update(const NDArray& weight, const NDArray& grad, const NDArray& momen
     check_state(kName, weight, {&grad});
     detail::check_same_context(kName, {&weight, &grad});
   }
+  check_skip(kName, weight, skip_if);
   const detail::SgdStep step{static_cast<float>(o.learning_rate),
                              static_cast<float>(o.momentum),
                              static_cast<float>(o.weight_decay),
@@ -50,22 +63,27 @@ void sgd_update(const NDArray& weight, const NDArray& grad, const NDArray& momen
   const float* g = grad.data<float>();
   float* m = has_momentum ? momentum_state.data<float>() : nullptr;
   const std::int64_t n = weight.size();
+  const float* skip = skip_if.defined() ? skip_if.data<float>() : nullptr;
+  VarList reads = {grad.var()};
+  if (skip_if.defined()) reads.push_back(skip_if.var());
   VarList writes = {weight.var()};
   if (has_momentum) writes.push_back(momentum_state.var());
-  detail::push_operation(kName, weight.context(), {grad.var()}, writes, [=](const RunContext& rc) {
+  detail::push_operation(kName, weight.context(), reads, writes, [=](const RunContext& rc) {
     detail::run_kernel(
-        rc, [=] { detail::cpu_kernels::sgd(step, w, g, m, n); },
-        [=](void* stream) { detail::gpu_kernels::sgd(step, w, g, m, n, stream); });
+        rc, [=] { detail::cpu_kernels::sgd(step, w, g, m, n, skip); },
+        [=](void* stream) { detail::gpu_kernels::sgd(step, w, g, m, n, skip, stream); });
   });
 }
 
 void adam_update(const NDArray& weight, const NDArray& grad, const NDArray& mean,
-                 const NDArray& variance, const AdamOptions& o, std::int64_t t) {
+                 const NDArray& variance, const AdamOptions& o, std::int64_t t,
+                 const NDArray& skip_if) {
   constexpr const char* kName = "adam_update";
   detail::check_defined(kName, weight, 1);
   detail::check_float32(kName, weight, 1);
   check_state(kName, weight, {&grad, &mean, &variance});
   detail::check_same_context(kName, {&weight, &grad, &mean, &variance});
+  check_skip(kName, weight, skip_if);
   TAGFLOW_CHECK(t >= 1, "adam_update: expected a step count t >= 1, got {}", t);
   // beta1 = 1 divides by zero in the bias correction, beta2 > 1 takes the
   // square root of a negative number: either turns the weights into NaN.
@@ -84,12 +102,15 @@ void adam_update(const NDArray& weight, const NDArray& grad, const NDArray& mean
   float* m = mean.data<float>();
   float* v = variance.data<float>();
   const std::int64_t n = weight.size();
+  const float* skip = skip_if.defined() ? skip_if.data<float>() : nullptr;
+  VarList reads = {grad.var()};
+  if (skip_if.defined()) reads.push_back(skip_if.var());
   detail::push_operation(
-      kName, weight.context(), {grad.var()}, {weight.var(), mean.var(), variance.var()},
+      kName, weight.context(), reads, {weight.var(), mean.var(), variance.var()},
       [=](const RunContext& rc) {
         detail::run_kernel(
-            rc, [=] { detail::cpu_kernels::adam(step, w, g, m, v, n); },
-            [=](void* stream) { detail::gpu_kernels::adam(step, w, g, m, v, n, stream); });
+            rc, [=] { detail::cpu_kernels::adam(step, w, g, m, v, n, skip); },
+            [=](void* stream) { detail::gpu_kernels::adam(step, w, g, m, v, n, skip, stream); });
       });
 }
 

@@ -23,8 +23,14 @@ struct SgdOptions {
 /// nesterov=True and MXNet's NAG, for a constant rate); without momentum:
 /// w -= lr * g. `momentum_state` like `weight` (or undefined without
 /// momentum).
+///
+/// `skip_if`, when defined, is a (1) float32 array on the weight's device
+/// read when the update runs: nonzero leaves the weight and the state
+/// unchanged. Mixed precision skips the update of a step whose gradients
+/// overflowed this way, without the host waiting for the check
+/// (nn::Trainer with loss scaling).
 void sgd_update(const NDArray& weight, const NDArray& grad, const NDArray& momentum_state,
-                const SgdOptions& options);
+                const SgdOptions& options, const NDArray& skip_if = NDArray());
 
 struct AdamOptions {
   double learning_rate = 0.001;
@@ -38,8 +44,10 @@ struct AdamOptions {
 
 /// Adam (Kingma & Ba) with bias correction for step `t` (from 1):
 /// m = b1 m + (1-b1) g; v = b2 v + (1-b2) g²;
-/// w -= lr * sqrt(1-b2^t)/(1-b1^t) * m / (sqrt(v) + eps).
+/// w -= lr * sqrt(1-b2^t)/(1-b1^t) * m / (sqrt(v) + eps). `skip_if` as
+/// for sgd_update.
 void adam_update(const NDArray& weight, const NDArray& grad, const NDArray& mean,
-                 const NDArray& variance, const AdamOptions& options, std::int64_t t);
+                 const NDArray& variance, const AdamOptions& options, std::int64_t t,
+                 const NDArray& skip_if = NDArray());
 
 }  // namespace tagflow

@@ -73,6 +73,7 @@
 #include "nn/dist/process_group.h"
 
 // nn: blocks, losses, optimisation
+#include "nn/amp.h"
 #include "nn/basic_layers.h"
 #include "nn/block.h"
 #include "nn/conv_layers.h"

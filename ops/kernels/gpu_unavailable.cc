@@ -75,8 +75,11 @@ void softmax_cross_entropy_backward(const CrossEntropyArrays&, const float*, con
   unavailable("softmax_cross_entropy_backward");
 }
 
-void sgd(const SgdStep&, float*, const float*, float*, std::int64_t, void*) { unavailable("sgd"); }
-void adam(const AdamStep&, float*, const float*, float*, float*, std::int64_t, void*) {
+void sgd(const SgdStep&, float*, const float*, float*, std::int64_t, const float*, void*) {
+  unavailable("sgd");
+}
+void adam(const AdamStep&, float*, const float*, float*, float*, std::int64_t, const float*,
+          void*) {
   unavailable("adam");
 }
 

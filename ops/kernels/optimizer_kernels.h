@@ -41,14 +41,20 @@ struct AdamStep {
   }
 };
 
+// `skip`, when not null, points to one float read when the kernel runs:
+// nonzero leaves the weights and states as they are (a mixed-precision
+// step whose gradients overflowed), decided on the device.
 namespace cpu_kernels {
-void sgd(const SgdStep& step, float* w, const float* g, float* m, std::int64_t n);
-void adam(const AdamStep& step, float* w, const float* g, float* m, float* v, std::int64_t n);
+void sgd(const SgdStep& step, float* w, const float* g, float* m, std::int64_t n,
+         const float* skip);
+void adam(const AdamStep& step, float* w, const float* g, float* m, float* v, std::int64_t n,
+          const float* skip);
 }  // namespace cpu_kernels
 namespace gpu_kernels {
-void sgd(const SgdStep& step, float* w, const float* g, float* m, std::int64_t n, void* stream);
+void sgd(const SgdStep& step, float* w, const float* g, float* m, std::int64_t n, const float* skip,
+         void* stream);
 void adam(const AdamStep& step, float* w, const float* g, float* m, float* v, std::int64_t n,
-          void* stream);
+          const float* skip, void* stream);
 }  // namespace gpu_kernels
 
 }  // namespace tagflow::detail

@@ -1,0 +1,99 @@
+#pragma once
+// Mixed-precision training (nn::amp): parameters stay float32 (the master
+// copies the optimizer updates); inside an autocast scope the layers that
+// multiply (Dense, Conv2D) compute in float16 or bfloat16, and the Trainer
+// scales the loss so that float16 gradients do not underflow.
+//
+//   nn::Trainer trainer(net.collect_params(), "sgd",
+//                       {.learning_rate = 0.1, .loss_scale = {.enabled = true}});
+//   {
+//     auto recording = autograd::record();
+//     auto half = nn::amp::autocast(DType::kFloat16);
+//     NDArray l = loss(net(x), y);              // the loss in float32
+//     trainer.scale_loss(l).backward();         // float32 gradients, scaled
+//   }
+//   trainer.step(batch_size);                   // unscaled; skipped on overflow
+//
+// Note [Mixed precision]
+// What runs in which precision inside autocast(dtype), as MXNet's AMP lists
+// and PyTorch's autocast do:
+// - Dense and Conv2D cast their float32 input, weight and bias to dtype
+//   (astype, recorded: the gradients come back to the float32 parameters
+//   in float32) and compute there: products and convolutions summed in
+//   float32, results rounded once (Note [Half precision arithmetic] in
+//   ops/half.h). Activations, pooling, dropout and reshapes keep their
+//   input's dtype.
+// - BatchNorm takes the 16-bit input with its float32 gamma, beta and
+//   running statistics; the statistics are accumulated in float32 or
+//   wider; its output keeps the input's dtype.
+// - The losses take their prediction as float32 (softmax and its log over
+//   many classes lose too much in 16 bits), so the loss and the first
+//   gradient are float32.
+// Outside a scope nothing is converted: operators refuse mixed dtypes.
+//
+// Note [Dynamic loss scaling]
+// float16 keeps gradients down to 2^-24 only; smaller ones become 0. The
+// Trainer multiplies the loss by a scale S before backward (scale_loss), so
+// the gradients are S times larger, and before each update: checks every
+// gradient for infinities and NaN, divides the gradients by S, and runs
+// the update only if all were finite. On overflow the update is skipped
+// (weights and optimizer state unchanged), S is multiplied by
+// backoff_factor (0.5) and the skip counted; after growth_interval
+// consecutive clean steps S is multiplied by growth_factor (2). All of it
+// runs as engine operations on the first parameter's first device (the
+// skip flag copied to each device's update), so the host never waits for
+// the check: the scale and the skip count are arrays read when asked
+// (Trainer::loss_scale(), skipped_updates()) and saved with the trainer's
+// state. A skipped update still advances the update count (the learning-
+// rate schedule's position and Adam's bias correction), which needs no
+// host read. bfloat16 has float32's range and needs no scaling.
+
+#include <cstdint>
+
+#include "ops/ndarray.h"
+
+namespace tagflow::nn::amp {
+
+/// The dtype Dense and Conv2D compute in on this thread: the innermost live
+/// autocast scope's, or float32 outside any.
+DType compute_dtype();
+
+/// While alive, layers on this thread compute in `dtype` (Note [Mixed
+/// precision]); scopes nest, the innermost wins. Not movable: it restores
+/// what it replaced when destroyed.
+class [[nodiscard]] AutocastScope {
+ public:
+  explicit AutocastScope(DType dtype);
+  ~AutocastScope();
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  DType previous_;
+};
+
+/// `with autocast():`. Throws unless `dtype` is float16, bfloat16 or
+/// float32 (float32: a scope that turns autocasting off).
+[[nodiscard]] AutocastScope autocast(DType dtype = DType::kFloat16);
+
+/// `x` converted to compute_dtype() when that is a 16-bit type and `x` is
+/// float32; else `x` itself. What a layer that multiplies applies to its
+/// input and parameters.
+NDArray to_compute_dtype(const NDArray& x);
+
+/// `x` converted to float32 inside an autocast scope when it is a 16-bit
+/// array; else `x` itself. What the operators of the float32 list (the
+/// losses) apply to their prediction.
+NDArray to_float32(const NDArray& x);
+
+/// Dynamic loss scaling (Note [Dynamic loss scaling]), a TrainerOptions
+/// field. The defaults are PyTorch's GradScaler's.
+struct LossScaleOptions {
+  bool enabled = false;
+  double initial_scale = 65536;
+  double growth_factor = 2;             ///< > 1
+  double backoff_factor = 0.5;          ///< in (0, 1)
+  std::int64_t growth_interval = 2000;  ///< clean steps before the scale grows, >= 1
+};
+
+}  // namespace tagflow::nn::amp
