@@ -194,6 +194,7 @@ struct CommandLine::Parts {
   CLI::App* train = nullptr;
   TrainOptions train_options;
   std::string train_devices = "all";
+  std::string train_dtype = "float32";
   std::string data_dir;
   std::string save_path;
   std::string load_path;
@@ -252,6 +253,12 @@ CommandLine::Parts::Parts() {
       "epoch");
   train->add_option("--model", train_options.model, "Network")
       ->check(CLI::IsMember({"lenet", "mlp", "resnet18"}))
+      ->capture_default_str();
+  train
+      ->add_option("--dtype", train_dtype,
+                   "Precision of the layers: float32, or float16 or bfloat16 with float32 master "
+                   "weights (float16 with dynamic loss scaling)")
+      ->check(CLI::IsMember({"float32", "float16", "bfloat16"}))
       ->capture_default_str();
   train
       ->add_option("--devices", train_devices,
@@ -535,6 +542,9 @@ void CommandLine::parse(int argc, const char* const* argv) {
     // Set before the device list makes the engine.
     setenv("TAGFLOW_CPU_WORKERS", "1", /*overwrite=*/0);
     p.train_options.devices = parse_devices(p.train_devices);
+    p.train_options.dtype = p.train_dtype == "float16"    ? DType::kFloat16
+                            : p.train_dtype == "bfloat16" ? DType::kBFloat16
+                                                          : DType::kFloat32;
     p.train_options.data_dir = p.data_dir;
     p.train_options.save = p.save_path;
     p.train_options.load = p.load_path;

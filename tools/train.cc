@@ -466,13 +466,17 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
   }
   nn::SoftmaxCrossEntropyLoss loss_function;
   const nn::LrSchedule schedule = make_schedule(options, train_data.size());
+  TAGFLOW_CHECK(is_floating(options.dtype),
+                "train: expected --dtype float32, float16 or bfloat16, got {}",
+                dtype_name(options.dtype));
   nn::Trainer trainer(net->collect_params(), options.optimizer,
                       {.learning_rate = learning_rate,
                        .momentum = options.momentum,
                        .nesterov = options.nesterov,
                        .weight_decay = options.weight_decay,
                        .clip_global_norm = options.clip_grad_norm,
-                       .schedule = schedule},
+                       .schedule = schedule,
+                       .loss_scale = {.enabled = options.dtype == DType::kFloat16}},
                       make_aggregator(options));
   if (resume_from) {
     net->load_parameters(resume_from->dir / "parameters.safetensors", devices);
@@ -505,9 +509,10 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
   if (speaks && options.json) {
     fmt::print(
         "{{\"framework\":\"tagflow\",\"model\":\"{}\",\"devices\":\"{}\",\"processes\":{},"
-        "\"train_images\":{},\"batch_size\":{},\"optimizer\":\"{}\",\"learning_rate\":{}}}\n",
+        "\"train_images\":{},\"batch_size\":{},\"optimizer\":\"{}\",\"learning_rate\":{},"
+        "\"dtype\":\"{}\"}}\n",
         options.model, devices_text(devices), process_count, train_data.dataset().size(),
-        options.batch_size, options.optimizer, learning_rate);
+        options.batch_size, options.optimizer, learning_rate, dtype_name(options.dtype));
   } else if (speaks) {
     const std::string across =
         distributed ? fmt::format(" in each of {} processes ({})", process_count, options.dist)
@@ -525,9 +530,14 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
     if (options.clip_grad_norm > 0) {
       optimizer += fmt::format(", gradients clipped to norm {}", options.clip_grad_norm);
     }
-    fmt::print("train: {} on {}{}, {} training and {} test images, batch {}, {}\n", options.model,
-               devices_text(devices), across, train_data.dataset().size(),
-               test_data.dataset().size(), options.batch_size, optimizer);
+    const std::string precision =
+        options.dtype == DType::kFloat32
+            ? ""
+            : fmt::format(", {} with float32 master weights{}", dtype_name(options.dtype),
+                          options.dtype == DType::kFloat16 ? " and loss scaling" : "");
+    fmt::print("train: {} on {}{}, {} training and {} test images, batch {}, {}{}\n",
+               options.model, devices_text(devices), across, train_data.dataset().size(),
+               test_data.dataset().size(), options.batch_size, optimizer, precision);
   }
   std::fflush(stdout);
   if (speaks && !options.profile.empty() && options.epochs == 0) {
@@ -543,6 +553,7 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
 
   std::vector<EpochResult> results;
   for (int epoch = first_epoch; epoch < options.epochs; ++epoch) {
+    for (Context c : devices) reset_peak_memory(c);
     const Clock::time_point start = Clock::now();
     // Loss and accuracy stay on the device until the epoch ends (one wait
     // per epoch, not per batch). The host runs one batch ahead of the
@@ -624,14 +635,17 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
       const std::vector<NDArray> ys = nn::split_and_load(batch.label, devices, false);
       std::vector<NDArray> scores(xs.size());
       std::vector<NDArray> losses(xs.size());
+      std::vector<NDArray> scaled(xs.size());  // what backward starts from
       {
         auto recording = autograd::record();
+        const auto precision = nn::amp::autocast(options.dtype);
         for (std::size_t d = 0; d < xs.size(); ++d) {
           scores[d] = (*net)(xs[d]);
           losses[d] = loss_function(scores[d], ys[d]);
+          scaled[d] = trainer.scale_loss(losses[d]);  // losses[d] itself without float16
         }
       }
-      for (NDArray& l : losses) l.backward();
+      for (NDArray& l : scaled) l.backward();
       // Every process's batch has the same size: the global one is n.
       const std::int64_t n = batch.data.shape()[0] * process_count;
       trainer.step(n);  // gradients summed across devices and processes, every copy updated
@@ -671,6 +685,11 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
     result.seconds = seconds_since(start);
     result.images_per_second =
         (totals[2] - static_cast<double>(restored_samples * process_count)) / result.seconds;
+    for (Context c : devices) result.peak_bytes = std::max(result.peak_bytes, memory_stats(c).peak);
+    if (trainer.loss_scale().defined()) {
+      result.loss_scale = trainer.loss_scale().asscalar<float>();
+      result.skipped_updates = static_cast<std::int64_t>(trainer.skipped_updates().asscalar<float>());
+    }
     if (!std::isfinite(result.loss)) {  // another process's loss (each checks its own)
       progress_line.clear();
       detail::throw_error(
@@ -680,7 +699,10 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
           options.epochs, options.optimizer, learning_rate, learning_rate / 10);
     }
     progress_line.start(epoch + 1, "test", test_data.size());
-    result.test_accuracy = test_accuracy(*net, test_data, devices, processes, show_test_progress);
+    {
+      const auto precision = nn::amp::autocast(options.dtype);  // evaluated as it trains
+      result.test_accuracy = test_accuracy(*net, test_data, devices, processes, show_test_progress);
+    }
     progress_line.clear();
     // The checkpoint first: an epoch's line means its checkpoint is whole.
     std::filesystem::path written;
@@ -690,15 +712,21 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
     } else if (options.json) {
       fmt::print(
           "{{\"epoch\":{},\"loss\":{:.6f},\"train_accuracy\":{:.6f},\"test_accuracy\":{:.6f},"
-          "\"seconds\":{:.4f},\"images_per_second\":{:.1f}}}\n",
+          "\"seconds\":{:.4f},\"images_per_second\":{:.1f},\"peak_bytes\":{}{}}}\n",
           epoch + 1, result.loss, result.train_accuracy, result.test_accuracy, result.seconds,
-          result.images_per_second);
+          result.images_per_second, result.peak_bytes,
+          result.loss_scale > 0 ? fmt::format(",\"loss_scale\":{},\"skipped_updates\":{}",
+                                              result.loss_scale, result.skipped_updates)
+                                : "");
     } else {
       fmt::print(
           "epoch {:>2}/{}: loss {:.4f}, train acc {:.4f}, test acc {:.4f}, {:.1f} s, {:.0f} "
-          "images/s\n",
+          "images/s, peak {:.1f} MB{}\n",
           epoch + 1, options.epochs, result.loss, result.train_accuracy, result.test_accuracy,
-          result.seconds, result.images_per_second);
+          result.seconds, result.images_per_second, static_cast<double>(result.peak_bytes) / 1e6,
+          result.loss_scale > 0 ? fmt::format(", loss scale {} ({} updates skipped)",
+                                              result.loss_scale, result.skipped_updates)
+                                : "");
     }
     std::fflush(stdout);
     results.push_back(result);

@@ -20,6 +20,10 @@ namespace tagflow::tools {
 struct TrainOptions {
   /// "lenet" (the tutorials' network) or "mlp".
   std::string model = "lenet";
+  /// The precision the layers compute in: float32, or float16 or bfloat16
+  /// with float32 master parameters (nn::amp::autocast; float16 also with
+  /// dynamic loss scaling, Note [Dynamic loss scaling] in nn/amp.h).
+  DType dtype = DType::kFloat32;
   /// The devices the batch is split across (data parallelism); parameters
   /// live on each of them. The tool's default is every GPU, else cpu(0).
   std::vector<Context> devices = {cpu(0)};
@@ -140,6 +144,13 @@ struct EpochResult {
   double test_accuracy = 0;
   double seconds = 0;  ///< training only, evaluation excluded
   double images_per_second = 0;
+  /// The most memory one device held during the epoch's training, in bytes
+  /// (arrays and working memory in use, not the allocator's cache).
+  std::uint64_t peak_bytes = 0;
+  /// With float16: the loss scale after the epoch and the updates skipped
+  /// so far; 0 otherwise.
+  double loss_scale = 0;
+  std::int64_t skipped_updates = 0;
 };
 
 /// run_train stopped where it was asked to (a signal, or

@@ -55,6 +55,37 @@ TEST(TrainTest, LeNetLearnsFromPartOfTheTrainingSet) {
   EXPECT_LT(results[0].loss, 1.0);
 }
 
+TEST(TrainTest, HalfPrecisionLearnsWithFloat32MastersAndReportsItsMemory) {
+  SKIP_WITHOUT_FASHION_MNIST();
+  tools::TrainOptions options = small_run();
+  options.limit = 4096;
+  options.test_limit = 2000;
+  options.devices = {cpu(0), gpu(0)};  // a CPU device and a simulated GPU
+  const auto float32 = tools::run_train(options);
+  for (const DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+    SCOPED_TRACE(std::string(dtype_name(dtype)));
+    options.dtype = dtype;
+    const auto results = tools::run_train(options);
+    ASSERT_EQ(results.size(), 1u);
+    // 64 updates of 64 images: as far from chance as float32 gets.
+    EXPECT_GT(results[0].test_accuracy, 0.5);
+    EXPECT_NEAR(results[0].test_accuracy, float32[0].test_accuracy, 0.1);
+    EXPECT_GT(results[0].peak_bytes, 0u);
+    EXPECT_LT(results[0].peak_bytes, float32[0].peak_bytes)
+        << "16-bit activations take less memory than float32 ones";
+    if (dtype == DType::kFloat16) {
+      // The scale starts at 2^16 and halves while the first gradients
+      // overflow: a power of two, and skipped updates counted.
+      EXPECT_GT(results[0].loss_scale, 0);
+      EXPECT_EQ(std::exp2(std::round(std::log2(results[0].loss_scale))), results[0].loss_scale);
+      EXPECT_GE(results[0].skipped_updates, 0);
+      EXPECT_LT(results[0].skipped_updates, 64);
+    } else {
+      EXPECT_EQ(results[0].loss_scale, 0) << "bfloat16 needs no loss scaling";
+    }
+  }
+}
+
 TEST(TrainTest, TheSameSeedGivesTheSameLossesWhateverTheLoaderThreads) {
   SKIP_WITHOUT_FASHION_MNIST();
   tools::TrainOptions options = small_run();
