@@ -29,7 +29,9 @@
 // - The losses take their prediction as float32 (softmax and its log over
 //   many classes lose too much in 16 bits), so the loss and the first
 //   gradient are float32.
-// Outside a scope nothing is converted: operators refuse mixed dtypes.
+// Outside a scope nothing is converted: operators refuse mixed dtypes. A
+// scope holds for the thread that made it: each thread that runs forward
+// passes opens its own.
 //
 // Note [Dynamic loss scaling]
 // float16 keeps gradients down to 2^-24 only; smaller ones become 0. The
@@ -44,9 +46,15 @@
 // skip flag copied to each device's update), so the host never waits for
 // the check: the scale and the skip count are arrays read when asked
 // (Trainer::loss_scale(), skipped_updates()) and saved with the trainer's
-// state. A skipped update still advances the update count (the learning-
-// rate schedule's position and Adam's bias correction), which needs no
-// host read. bfloat16 has float32's range and needs no scaling.
+// state. The scale grows only while the grown value is finite. Unlike
+// PyTorch's GradScaler, which reads the flag on the host and then does
+// not call the optimizer, a skipped update still advances the update
+// count (the learning-rate schedule's position and Adam's bias correction
+// t): that is what keeps the host from waiting. After k skips Adam's next
+// step is therefore smaller than a fresh start's (its bias correction is
+// that of step k + 1); the skips come in the first steps, while the scale
+// falls from 2^16 to what the gradients allow. A 16-bit loss is scaled in
+// float32. bfloat16 has float32's range and needs no scaling.
 
 #include <cstdint>
 

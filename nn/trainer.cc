@@ -1,6 +1,7 @@
 #include "nn/trainer.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <stdexcept>
 
@@ -103,9 +104,12 @@ NDArray Trainer::scale_loss(const NDArray& loss) {
                 "Trainer::scale_loss: expected a floating-point loss, got {}",
                 loss.defined() ? std::string(dtype_name(loss.dtype())) : "an empty array");
   make_scale_state();
-  NDArray scale = scale_.context() == loss.context() ? scale_ : scale_.copyto(loss.context());
-  if (scale.dtype() != loss.dtype()) scale = scale.astype(loss.dtype());
-  return loss * scale;
+  const NDArray scale = scale_.context() == loss.context() ? scale_ : scale_.copyto(loss.context());
+  // A 16-bit loss is scaled in float32 (2^16 times a loss overflows
+  // float16); its gradient, the scale, flows back into it through astype in
+  // its own dtype, where 2^16 is infinite: the first step is skipped and the
+  // scale halved (the losses of nn/loss.h are float32 in an autocast scope).
+  return (loss.dtype() == DType::kFloat32 ? loss : loss.astype(DType::kFloat32)) * scale;
 }
 
 // Note [Dynamic loss scaling] (nn/amp.h). A gradient is not finite exactly
@@ -142,7 +146,10 @@ void Trainer::update_loss_scale(const NDArray& overflow) {
   const amp::LossScaleOptions& o = options_.loss_scale;
   const NDArray clean = 1.0 - overflow;
   clean_steps_ = (clean_steps_ + 1.0) * clean;
-  const NDArray grow = greater_equal(clean_steps_, static_cast<double>(o.growth_interval));
+  // Grown only while the grown scale stays finite in float32.
+  const NDArray grow = greater_equal(clean_steps_, static_cast<double>(o.growth_interval)) *
+                       lesser_equal(scale_, static_cast<double>(std::numeric_limits<float>::max()) /
+                                                o.growth_factor);
   scale_ = scale_ * (overflow * o.backoff_factor + clean * (grow * (o.growth_factor - 1.0) + 1.0));
   clean_steps_ = clean_steps_ * (1.0 - grow);
   skipped_ = skipped_ + overflow;

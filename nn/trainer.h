@@ -106,8 +106,8 @@ class Trainer {
   /// io::FileError saying what differs. The parameters must be initialized.
   std::map<std::string, std::string> load_states(const std::filesystem::path& path);
 
-  /// `loss` times the loss scale when loss scaling is enabled (Note
-  /// [Dynamic loss scaling] in nn/amp.h), else `loss` itself: call
+  /// `loss` times the loss scale, in float32, when loss scaling is enabled
+  /// (Note [Dynamic loss scaling] in nn/amp.h), else `loss` itself: call
   /// backward on what it returns. Recorded like any product; returns at
   /// once. The parameters must be initialized (after a first forward).
   NDArray scale_loss(const NDArray& loss);

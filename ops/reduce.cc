@@ -102,7 +102,10 @@ void record_reduction(const char* name, ReduceOp op, const NDArray& x, const boo
           dx = dy_kept * equal(x, y.reshape(kept));
           break;
         case ReduceOp::kNorm:
-          dx = dy_kept * x / maximum(y.reshape(kept), 1e-30);
+          // A floor the dtype holds (1e-30 is 0 in float16): a zero norm
+          // gives a zero gradient, not 0 / 0.
+          dx = dy_kept * x /
+               maximum(y.reshape(kept), x.dtype() == DType::kFloat16 ? 0x1p-24 : 1e-30);
           break;
         case ReduceOp::kArgmax:
           break;

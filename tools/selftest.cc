@@ -69,7 +69,13 @@ void check_trial(const OperatorCase& c, Context ctx, std::mt19937_64& rng, Selft
   std::vector<std::vector<double>> x;
   std::vector<NDArray> inputs;
   for (const Shape& s : shapes) {
-    const std::vector<float> values = uniform(rng, s.size(), c.low, c.high);
+    std::vector<float> values = uniform(rng, s.size(), c.low, c.high);
+    if (is_half(c.dtype)) {  // the inputs the operator will see, for the reference too
+      for (float& v : values) {
+        v = c.dtype == DType::kFloat16 ? static_cast<float>(Half(v))
+                                       : static_cast<float>(BFloat16(v));
+      }
+    }
     x.emplace_back(values.begin(), values.end());
     inputs.push_back(array(values, s, ctx));
     if (c.gradient) inputs.back().attach_grad();

@@ -144,6 +144,52 @@ OperatorCase binary(const std::string& name, NDArray (*op)(const NDArray&, const
   };
 }
 
+/// The cases of `cases` named in `names`, again in float16 and in
+/// bfloat16 (forward only), appended: every input converted before the
+/// operator runs, except batch norm's float32 per-channel values. Each
+/// result is rounded once from a float32 computation on the same inputs
+/// (Note [Half precision arithmetic] in ops/half.h), so two units of the
+/// 16-bit type's rounding cover it.
+void add_half_precision_cases(std::vector<OperatorCase>& cases) {
+  static const char* const kNames[] = {"exp",
+                                       "tanh",
+                                       "add (broadcast)",
+                                       "multiply (broadcast)",
+                                       "divide (broadcast)",
+                                       "sum of all",
+                                       "mean over an axis",
+                                       "softmax (last axis)",
+                                       "softmax_cross_entropy",
+                                       "dot (m, k) x (k, n)",
+                                       "conv2d 3x3 stride 1 padding 1",
+                                       "max_pool2d 2x2 stride 2",
+                                       "avg_pool2d 3x3 stride 1 padding 1",
+                                       "batch_norm (training statistics)"};
+  std::vector<OperatorCase> half;
+  for (const DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+    for (const char* name : kNames) {
+      const auto it = std::find_if(cases.begin(), cases.end(),
+                                   [&](const OperatorCase& c) { return c.name == name; });
+      if (it == cases.end()) continue;
+      OperatorCase c = *it;
+      const bool first_only = c.name.starts_with("batch_norm");
+      c.name += fmt::format(" in {}", dtype_name(dtype));
+      c.run = [run = it->run, dtype, first_only](const std::vector<NDArray>& in) {
+        std::vector<NDArray> converted = in;
+        for (std::size_t i = 0; i < converted.size() && (i == 0 || !first_only); ++i) {
+          converted[i] = in[i].astype(dtype);
+        }
+        return run(converted);
+      };
+      c.dtype = dtype;
+      c.gradient = false;
+      c.tolerance = 2 * (dtype == DType::kFloat16 ? 0x1p-11 : 0x1p-8);
+      half.push_back(std::move(c));
+    }
+  }
+  cases.insert(cases.end(), half.begin(), half.end());
+}
+
 NDArray plus(const NDArray& a, const NDArray& b) { return a + b; }
 NDArray minus(const NDArray& a, const NDArray& b) { return a - b; }
 NDArray times(const NDArray& a, const NDArray& b) { return a * b; }
@@ -599,6 +645,7 @@ std::vector<OperatorCase> operator_cases() {
       .gradient = false,
       .tolerance = 1e-4,
   });
+  add_half_precision_cases(cases);
   return cases;
 }
 

@@ -33,6 +33,11 @@ struct OperatorCase {
   bool gradient = true;
   /// |got - expected| <= tolerance * (1 + |expected|), per element.
   double tolerance = 2e-5;
+  /// float16 or bfloat16: the operator runs in that precision. The drawn
+  /// values are rounded to it first, so that the reference sees the very
+  /// inputs the operator does; `run` converts them, and the result is read
+  /// back through float32.
+  DType dtype = DType::kFloat32;
 };
 
 /// Every operator case, in the order the report lists them.

@@ -50,6 +50,16 @@ cublasHandle_t handle_for(cudaStream_t stream, int device) {
       cublasDestroy(handle);
       check_cublas(bound, "gemm: cublasSetStream");
     }
+    // Default math (float32 stays float32: no TF32), and no reduction in
+    // 16 bits: a split-K product of half operands sums its parts in float32
+    // too (Note [Half precision arithmetic] in ops/half.h).
+    const cublasStatus_t math = cublasSetMathMode(
+        handle, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
+                                          CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+    if (math != CUBLAS_STATUS_SUCCESS) {
+      cublasDestroy(handle);
+      check_cublas(math, "gemm: cublasSetMathMode");
+    }
     return handle;
   });
 }

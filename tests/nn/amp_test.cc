@@ -159,6 +159,82 @@ TEST(AmpTest, ScaledGradientsGiveTheUnscaledUpdateAndAnOverflowSkipsExactlyItsSt
   }
 }
 
+TEST(AmpTest, ScalingKeepsFloat16GradientsThatWouldUnderflow) {
+  // d loss / d out = 1e-8 per element, below float16's smallest value
+  // (2^-24, about 6e-8): in float16 it is 0 without scaling. Scaled by
+  // 2^16 it survives, and the float32 gradients of the weights come out
+  // as float32 training would give them.
+  for (const Context ctx : {cpu(0), gpu(0)}) {
+    SCOPED_TRACE(ctx.str());
+    const NDArray x = array(wave(8 * 4, 0.4f), {8, 4}, ctx);
+    auto gradients = [&](bool scaling, DType dtype) {
+      random::seed(9);
+      auto dense = std::make_shared<nn::Dense>(3, "", 4);
+      dense->initialize(init::Normal(0.3), {ctx});
+      nn::TrainerOptions options;
+      options.loss_scale.enabled = scaling;
+      options.loss_scale.initial_scale = 32768;  // 2^16 overflows a float16 loss's gradient
+      nn::Trainer trainer(dense->collect_params(), "sgd", options);
+      {
+        const auto recording = autograd::record();
+        const auto precision = nn::amp::autocast(dtype);
+        NDArray out = (*dense)(x);
+        EXPECT_EQ(out.dtype(), dtype);
+        // A loss of the caller's own: a 16-bit one, scaled in float32.
+        NDArray l = sum(out * 1e-4) * 1e-4;
+        EXPECT_EQ(l.dtype(), dtype);
+        trainer.scale_loss(l).backward();
+      }
+      std::vector<float> g = dense->weight()->grad(ctx).to_vector<float>();
+      const float scale = scaling ? trainer.loss_scale().asscalar<float>() : 1.f;
+      for (float& v : g) v /= scale;
+      return g;
+    };
+    const std::vector<float> reference = gradients(false, DType::kFloat32);
+    const std::vector<float> lost = gradients(false, DType::kFloat16);
+    const std::vector<float> kept = gradients(true, DType::kFloat16);
+    ASSERT_EQ(kept.size(), reference.size());
+    for (std::size_t i = 0; i < reference.size(); ++i) {
+      ASSERT_NE(reference[i], 0.f);
+      EXPECT_EQ(lost[i], 0.f) << i << ": underflows in float16 without scaling";
+      EXPECT_NEAR(kept[i], reference[i], 4e-3 * std::abs(reference[i])) << i;
+    }
+  }
+}
+
+TEST(AmpTest, TheScaleGrowsOnlyWhileItStaysFinite) {
+  const Context ctx = cpu(0);
+  const Problem problem;
+  random::seed(5);
+  auto dense = std::make_shared<nn::Dense>(3, "", 4);
+  dense->initialize(init::Normal(0.3), {ctx});
+  nn::TrainerOptions options{.learning_rate = 0};  // the gradients never change: all clean
+  options.loss_scale = {.enabled = true, .initial_scale = 0x1p100, .growth_interval = 1};
+  nn::Trainer trainer(dense->collect_params(), "sgd", options);
+  std::vector<float> scales;
+  for (int step = 0; step < 4; ++step) {
+    {
+      const auto recording = autograd::record();
+      NDArray l = sum((*dense)(array(problem.x, {8, 4}, ctx))) * 0x1p-120;  // scaled: finite
+      trainer.scale_loss(l).backward();
+    }
+    trainer.step(8);
+    scales.push_back(scalar_of(trainer.loss_scale()));
+  }
+  EXPECT_EQ(scales, (std::vector<float>{0x1p101f, 0x1p102f, 0x1p103f, 0x1p104f}));
+  // Near float32's largest value: 2^127 would grow to infinity, so it stays.
+  options.loss_scale.initial_scale = 0x1p127;
+  nn::Trainer top(dense->collect_params(), "sgd", options);
+  {
+    const auto recording = autograd::record();
+    NDArray l = sum((*dense)(array(problem.x, {8, 4}, ctx))) * 0x1p-140;
+    top.scale_loss(l).backward();
+  }
+  top.step(8);
+  EXPECT_EQ(scalar_of(top.loss_scale()), 0x1p127f);
+  EXPECT_EQ(scalar_of(top.skipped_updates()), 0.f);
+}
+
 TEST(AmpTest, TheLossScaleIsSavedWithTheTrainersState) {
   const Context ctx = cpu(0);
   const Problem problem;
@@ -177,11 +253,15 @@ TEST(AmpTest, TheLossScaleIsSavedWithTheTrainersState) {
   trainer.step(8);
   trainer.save_states(dir / "t.safetensors");
 
+  options.loss_scale.growth_interval = 2;  // the saved count of clean steps is 1 of 2
   nn::Trainer resumed(dense->collect_params(), "sgd", options);
   (void)resumed.load_states(dir / "t.safetensors");
   EXPECT_EQ(scalar_of(resumed.loss_scale()), 128.f);
   EXPECT_EQ(scalar_of(resumed.skipped_updates()), 1.f);
-  // Growth resumes from the saved count of clean steps (1 of 100).
+  // Growth resumes from the saved count: one more clean step doubles it.
+  problem.backward(*dense, resumed, ctx);
+  resumed.step(8);
+  EXPECT_EQ(scalar_of(resumed.loss_scale()), 256.f);
   nn::Trainer plain(dense->collect_params(), "sgd", {.learning_rate = 0.1});
   (void)plain.load_states(dir / "t.safetensors");  // the scaling state is ignored
   EXPECT_FALSE(plain.loss_scale().defined());
