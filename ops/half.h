@@ -53,47 +53,52 @@ TAGFLOW_HOST_DEVICE constexpr float round_to_odd(double value) {
 
 namespace half_bits {
 
+/// `a` if `c`, else `b`, by masks: no branch, so that loops vectorize
+/// (GCC keeps a conditional expression of these as a branch).
+TAGFLOW_HOST_DEVICE constexpr std::uint32_t pick(bool c, std::uint32_t a, std::uint32_t b) {
+  const std::uint32_t mask = 0u - static_cast<std::uint32_t>(c);
+  return (a & mask) | (b & ~mask);
+}
+
 /// The float16 nearest to `value` (Note [Rounding to 16 bits]), as bits.
+///
+/// Every case is computed and the right one selected, without branches, so
+/// that a loop of conversions vectorizes. A normal result: the exponent
+/// rebiased (127 -> 15) and the mantissa cut to 10 bits, rounded to nearest
+/// even by adding 0xfff plus the kept part's lowest bit (a carry moves to
+/// the next exponent, and from 65520 up to infinity). A subnormal one
+/// (below 2^-14): the value plus 0.5f, whose float's unit is 2^-24, float16's
+/// smallest step, so the float addition itself rounds to nearest even; its
+/// low bits are then the result (2^-14 itself when it rounds up).
 TAGFLOW_HOST_DEVICE constexpr std::uint16_t from_float(float value) {
   const std::uint32_t x = __builtin_bit_cast(std::uint32_t, value);
-  const auto sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
+  const std::uint32_t sign = (x >> 16) & 0x8000u;
   const std::uint32_t magnitude = x & 0x7fffffffu;
-  if (magnitude >= 0x7f800000u) {  // infinity or NaN
-    if (magnitude == 0x7f800000u) return sign | 0x7c00u;
-    const auto payload = static_cast<std::uint16_t>((magnitude >> 13) & 0x3ffu);
-    return sign | 0x7c00u | (payload != 0 ? payload : 0x200u);
-  }
-  if (magnitude >= 0x477ff000u) return sign | 0x7c00u;  // 65520 and up: infinity
-  if (magnitude < 0x38800000u) {                        // below 2^-14: subnormal or zero
-    const std::uint32_t exponent = magnitude >> 23;
-    // In units of float16's smallest subnormal, 2^-24, the value is the
-    // mantissa (implicit bit included) shifted right by 126 - exponent.
-    const std::uint32_t shift = 126 - exponent;
-    if (shift > 24) return sign;
-    const std::uint32_t mantissa = (magnitude & 0x7fffffu) | 0x800000u;
-    std::uint32_t result = mantissa >> shift;
-    const std::uint32_t rest = mantissa & ((1u << shift) - 1);
-    const std::uint32_t halfway = 1u << (shift - 1);
-    if (rest > halfway || (rest == halfway && (result & 1u) != 0)) ++result;
-    return static_cast<std::uint16_t>(sign | result);
-  }
-  std::uint32_t result = (magnitude - 0x38000000u) >> 13;  // exponent rebiased 127 -> 15
-  const std::uint32_t rest = magnitude & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (result & 1u) != 0)) ++result;
+  const std::uint32_t normal = (magnitude - 0x38000000u + 0xfffu + ((magnitude >> 13) & 1u)) >> 13;
+  const std::uint32_t subnormal =
+      __builtin_bit_cast(std::uint32_t, __builtin_bit_cast(float, magnitude) + 0.5f) - 0x3f000000u;
+  const std::uint32_t payload = (magnitude >> 13) & 0x3ffu;
+  const std::uint32_t nan = 0x7c00u | pick(payload != 0, payload, 0x200u);
+  std::uint32_t result = pick(magnitude < 0x38800000u, subnormal, normal);
+  result = pick(magnitude >= 0x477ff000u, 0x7c00u, result);  // 65520 and up, infinity: infinity
+  result = pick(magnitude > 0x7f800000u, nan, result);
   return static_cast<std::uint16_t>(sign | result);
 }
 
-/// The float `bits` (a float16) stands for, exactly.
+/// The float `bits` (a float16) stands for, exactly; without branches, as
+/// from_float.
 TAGFLOW_HOST_DEVICE constexpr float to_float(std::uint16_t bits) {
   const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
   const std::uint32_t exponent = (bits >> 10) & 0x1fu;
   const std::uint32_t mantissa = bits & 0x3ffu;
-  if (exponent == 0x1f) return __builtin_bit_cast(float, sign | 0x7f800000u | (mantissa << 13));
-  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24, exact in a float
-    const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
-    return sign != 0 ? -magnitude : magnitude;
-  }
-  return __builtin_bit_cast(float, sign | ((exponent + 112) << 23) | (mantissa << 13));
+  const std::uint32_t normal = ((exponent + 112) << 23) | (mantissa << 13);
+  const std::uint32_t special = 0x7f800000u | (mantissa << 13);  // infinity or NaN
+  // Zero or subnormal: mantissa * 2^-24, exact in a float.
+  const std::uint32_t subnormal =
+      __builtin_bit_cast(std::uint32_t, static_cast<float>(mantissa) * 0x1p-24f);
+  const std::uint32_t magnitude =
+      pick(exponent == 0, subnormal, pick(exponent == 0x1fu, special, normal));
+  return __builtin_bit_cast(float, sign | magnitude);
 }
 
 }  // namespace half_bits
@@ -103,13 +108,12 @@ namespace bfloat16_bits {
 /// The bfloat16 nearest to `value` (Note [Rounding to 16 bits]), as bits.
 TAGFLOW_HOST_DEVICE constexpr std::uint16_t from_float(float value) {
   const std::uint32_t x = __builtin_bit_cast(std::uint32_t, value);
-  if ((x & 0x7fffffffu) > 0x7f800000u) {
-    return static_cast<std::uint16_t>(((x >> 16) & 0x8000u) | 0x7fc0u);
-  }
+  const std::uint32_t nan = ((x >> 16) & 0x8000u) | 0x7fc0u;
   // Adding 0x7fff, plus one when the kept part is odd, rounds to nearest
   // even; a carry out of the mantissa moves to the next exponent (to
   // infinity past the largest finite value).
-  return static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+  const std::uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+  return static_cast<std::uint16_t>(half_bits::pick((x & 0x7fffffffu) > 0x7f800000u, nan, rounded));
 }
 
 /// The float `bits` (a bfloat16) stands for, exactly.
