@@ -270,6 +270,26 @@ TEST(AmpTest, TheLossScaleIsSavedWithTheTrainersState) {
   EXPECT_THROW(nn::Trainer(dense->collect_params(), "sgd",
                            {.loss_scale = {.enabled = true, .backoff_factor = 1.5}}),
                Error);
+  EXPECT_NE(testing::error_of([&] {
+              (void)resumed.scale_loss(ones({2}, DType::kInt32, ctx));
+            }).find("expected a floating-point loss, got int32"),
+            std::string::npos);
+  // The skip flag: one float32 value on the weight's device, else refused
+  // before anything runs.
+  const NDArray w = ones({3}, DType::kFloat32, ctx);
+  const NDArray g = ones({3}, DType::kFloat32, ctx);
+  const std::string wrong = testing::error_of(
+      [&] { sgd_update(w, g, NDArray(), {.learning_rate = 1}, zeros({2}, DType::kFloat32, ctx)); });
+  EXPECT_NE(wrong.find("sgd_update: expected skip_if as one float32 value on cpu(0)"),
+            std::string::npos)
+      << wrong;
+  EXPECT_EQ(w.to_vector<float>(), (std::vector<float>{1, 1, 1}));
+  sgd_update(w, g, NDArray(), {.learning_rate = 1}, ones({1}, DType::kFloat32, ctx));
+  EXPECT_EQ(w.to_vector<float>(), (std::vector<float>{1, 1, 1})) << "skipped";
+  NDArray m = zeros({3}, DType::kFloat32, ctx);
+  NDArray v = zeros({3}, DType::kFloat32, ctx);
+  adam_update(w, g, m, v, {.learning_rate = 1}, 1, zeros({1}, DType::kFloat32, ctx));
+  EXPECT_NE(w.to_vector<float>(), (std::vector<float>{1, 1, 1})) << "a zero flag updates";
 }
 
 }  // namespace
