@@ -57,6 +57,7 @@
 // float32. bfloat16 has float32's range and needs no scaling.
 
 #include <cstdint>
+#include <vector>
 
 #include "ops/ndarray.h"
 
@@ -102,6 +103,44 @@ struct LossScaleOptions {
   double growth_factor = 2;             ///< > 1
   double backoff_factor = 0.5;          ///< in (0, 1)
   std::int64_t growth_interval = 2000;  ///< clean steps before the scale grows, >= 1
+};
+
+/// The state and steps of dynamic loss scaling (Note [Dynamic loss
+/// scaling]), as nn::Trainer runs them: the scale, the clean steps since it
+/// last changed and the skipped updates, (1) float32 arrays on one device
+/// (the home given on first use), changed only by engine operations.
+class LossScaler {
+ public:
+  /// Throws unless the options are valid (when enabled).
+  explicit LossScaler(LossScaleOptions options);
+
+  bool enabled() const { return options_.enabled; }
+  /// `loss` times the scale, in float32 (a 16-bit loss converted first);
+  /// `loss` itself when disabled. Makes the state on `home` on first use.
+  NDArray scale(const NDArray& loss, Context home);
+  /// Divides every gradient by the scale and returns, on the state's
+  /// device, 1 when some gradient held an infinity or NaN, else 0. Each
+  /// entry of `grads` is one parameter's gradients, one per device (equal
+  /// after aggregation: the first is checked).
+  NDArray unscale(const std::vector<std::vector<NDArray>>& grads, Context home);
+  /// The next scale, clean-step count and skip count, from unscale()'s flag.
+  void update(const NDArray& overflow);
+
+  const NDArray& loss_scale() const { return scale_; }
+  const NDArray& clean_steps() const { return clean_steps_; }
+  const NDArray& skipped_updates() const { return skipped_; }
+  /// Replaces the state (a checkpoint's), on `home` unless it exists.
+  void restore(const NDArray& scale, const NDArray& clean_steps, const NDArray& skipped,
+               Context home);
+  /// Makes the state on `home` (the initial scale, no steps), unless it
+  /// exists.
+  void make_state(Context home);
+
+ private:
+  LossScaleOptions options_;
+  NDArray scale_;
+  NDArray clean_steps_;
+  NDArray skipped_;
 };
 
 }  // namespace tagflow::nn::amp

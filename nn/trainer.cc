@@ -1,7 +1,5 @@
 #include "nn/trainer.h"
 
-#include <cmath>
-#include <limits>
 #include <map>
 #include <stdexcept>
 
@@ -23,7 +21,8 @@ Trainer::Trainer(ParameterDict params, std::string optimizer, TrainerOptions opt
     : params_(std::move(params)),
       optimizer_(std::move(optimizer)),
       options_(options),
-      aggregator_(aggregator != nullptr ? std::move(aggregator) : dist::make_local_aggregator()) {
+      aggregator_(aggregator != nullptr ? std::move(aggregator) : dist::make_local_aggregator()),
+      scaler_(options_.loss_scale) {
   TAGFLOW_CHECK(optimizer_ == "sgd" || optimizer_ == "adam",
                 "Trainer: unknown optimizer \"{}\"; expected \"sgd\" or \"adam\"", optimizer_);
   TAGFLOW_CHECK(options_.learning_rate >= 0 && options_.weight_decay >= 0,
@@ -35,13 +34,6 @@ Trainer::Trainer(ParameterDict params, std::string optimizer, TrainerOptions opt
   TAGFLOW_CHECK(options_.clip_global_norm == -1 || options_.clip_global_norm > 0,
                 "Trainer: expected clip_global_norm > 0 (or -1: none), got {}",
                 options_.clip_global_norm);
-  const amp::LossScaleOptions& ls = options_.loss_scale;
-  TAGFLOW_CHECK(!ls.enabled || (ls.initial_scale > 0 && std::isfinite(ls.initial_scale) &&
-                                ls.growth_factor > 1 && ls.backoff_factor > 0 &&
-                                ls.backoff_factor < 1 && ls.growth_interval >= 1),
-                "Trainer: expected a loss scale with initial_scale > 0 (finite), growth_factor "
-                "> 1, backoff_factor in (0, 1) and growth_interval >= 1, got {}, {}, {} and {}",
-                ls.initial_scale, ls.growth_factor, ls.backoff_factor, ls.growth_interval);
   options_.schedule.check();
 }
 
@@ -84,76 +76,14 @@ void Trainer::clip_by_global_norm(double rescale) {
   }
 }
 
-void Trainer::make_scale_state() {
-  if (scale_.defined()) return;
-  Context ctx = cpu();
+Context Trainer::scaling_home() const {
   for (const ParameterPtr& p : params_) {
-    if (p->initialized()) {
-      ctx = p->list_ctx().front();
-      break;
-    }
+    if (p->initialized()) return p->list_ctx().front();
   }
-  scale_ = full({1}, options_.loss_scale.initial_scale, ctx);
-  clean_steps_ = zeros({1}, DType::kFloat32, ctx);
-  skipped_ = zeros({1}, DType::kFloat32, ctx);
+  return cpu();
 }
 
-NDArray Trainer::scale_loss(const NDArray& loss) {
-  if (!options_.loss_scale.enabled) return loss;
-  TAGFLOW_CHECK(loss.defined() && is_floating(loss.dtype()),
-                "Trainer::scale_loss: expected a floating-point loss, got {}",
-                loss.defined() ? std::string(dtype_name(loss.dtype())) : "an empty array");
-  make_scale_state();
-  const NDArray scale = scale_.context() == loss.context() ? scale_ : scale_.copyto(loss.context());
-  // A 16-bit loss is scaled in float32 (2^16 times a loss overflows
-  // float16); its gradient, the scale, flows back into it through astype in
-  // its own dtype, where 2^16 is infinite: the first step is skipped and the
-  // scale halved (the losses of nn/loss.h are float32 in an autocast scope).
-  return (loss.dtype() == DType::kFloat32 ? loss : loss.astype(DType::kFloat32)) * scale;
-}
-
-// Note [Dynamic loss scaling] (nn/amp.h). A gradient is not finite exactly
-// when sum(g * 0) is NaN (0 times an infinity or a NaN is NaN; a sum of
-// zeros cannot overflow), so the check is an elementwise product, a sum and
-// a comparison per parameter, summed on the scale's device.
-NDArray Trainer::unscale_gradients() {
-  make_scale_state();
-  const Context home = scale_.context();
-  NDArray bad;  // how many parameters have a gradient that is not finite
-  for (const ParameterPtr& p : params_) {
-    if (p->grad_req() == GradReq::kNull) continue;
-    const NDArray s = sum(p->list_grad().front() * 0.0);
-    NDArray b = not_equal(s, s);
-    if (b.dtype() != DType::kFloat32) b = b.astype(DType::kFloat32);
-    if (b.context() != home) b = b.copyto(home);
-    bad = bad.defined() ? bad + b : b;
-  }
-  if (!bad.defined()) return zeros({1}, DType::kFloat32, home);
-  const NDArray inverse = 1.0 / scale_;
-  std::map<Context, NDArray> inverses;  // one copy per device
-  for (const ParameterPtr& p : params_) {
-    if (p->grad_req() == GradReq::kNull) continue;
-    for (NDArray g : p->list_grad()) {
-      NDArray& f = inverses[g.context()];
-      if (!f.defined()) f = g.context() == home ? inverse : inverse.copyto(g.context());
-      g *= f.dtype() == g.dtype() ? f : f.astype(g.dtype());
-    }
-  }
-  return greater(bad, 0.0);
-}
-
-void Trainer::update_loss_scale(const NDArray& overflow) {
-  const amp::LossScaleOptions& o = options_.loss_scale;
-  const NDArray clean = 1.0 - overflow;
-  clean_steps_ = (clean_steps_ + 1.0) * clean;
-  // Grown only while the grown scale stays finite in float32.
-  const NDArray grow = greater_equal(clean_steps_, static_cast<double>(o.growth_interval)) *
-                       lesser_equal(scale_, static_cast<double>(std::numeric_limits<float>::max()) /
-                                                o.growth_factor);
-  scale_ = scale_ * (overflow * o.backoff_factor + clean * (grow * (o.growth_factor - 1.0) + 1.0));
-  clean_steps_ = clean_steps_ * (1.0 - grow);
-  skipped_ = skipped_ + overflow;
-}
+NDArray Trainer::scale_loss(const NDArray& loss) { return scaler_.scale(loss, scaling_home()); }
 
 void Trainer::check_initialized() const {
   for (const ParameterPtr& p : params_) {
@@ -207,7 +137,14 @@ void Trainer::update(std::int64_t batch_size) {
   // With loss scaling: the gradients unscaled first, so that clipping sees
   // their true norm; the overflow flag, copied to each device, gates every
   // update there.
-  const NDArray overflow = options_.loss_scale.enabled ? unscale_gradients() : NDArray();
+  NDArray overflow;
+  if (scaler_.enabled()) {
+    std::vector<std::vector<NDArray>> grads;
+    for (const ParameterPtr& p : params_) {
+      if (p->grad_req() != GradReq::kNull) grads.push_back(p->list_grad());
+    }
+    overflow = scaler_.unscale(grads, scaling_home());
+  }
   std::map<Context, NDArray> skip;
   const auto skip_on = [&](Context ctx) {
     if (!overflow.defined()) return NDArray();
@@ -246,7 +183,7 @@ void Trainer::update(std::int64_t batch_size) {
       }
     }
   }
-  if (overflow.defined()) update_loss_scale(overflow);
+  if (overflow.defined()) scaler_.update(overflow);
 }
 
 void Trainer::make_states() {
@@ -311,11 +248,11 @@ void Trainer::save_states(const std::filesystem::path& path,
     }
     ++index;
   }
-  if (options_.loss_scale.enabled) {
-    make_scale_state();
-    tensors.emplace_back(kAmpTensors[0], scale_);
-    tensors.emplace_back(kAmpTensors[1], clean_steps_);
-    tensors.emplace_back(kAmpTensors[2], skipped_);
+  if (scaler_.enabled()) {
+    scaler_.make_state(scaling_home());
+    tensors.emplace_back(kAmpTensors[0], scaler_.loss_scale());
+    tensors.emplace_back(kAmpTensors[1], scaler_.clean_steps());
+    tensors.emplace_back(kAmpTensors[2], scaler_.skipped_updates());
   }
   std::map<std::string, std::string> all = metadata;
   all[kOptimizerKey] = optimizer_;
@@ -419,11 +356,8 @@ std::map<std::string, std::string> Trainer::load_states(const std::filesystem::p
                                           loaded.size() - used_tensors));
   }
   for (auto& [state, value] : assignments) value.copyto(*state);
-  if (options_.loss_scale.enabled && !amp_values.empty()) {
-    make_scale_state();
-    scale_ = amp_values[0].copyto(scale_.context());
-    clean_steps_ = amp_values[1].copyto(scale_.context());
-    skipped_ = amp_values[2].copyto(scale_.context());
+  if (scaler_.enabled() && !amp_values.empty()) {
+    scaler_.restore(amp_values[0], amp_values[1], amp_values[2], scaling_home());
   }
   steps_ = updates;
   options_.learning_rate = rate;

@@ -114,10 +114,10 @@ class Trainer {
   /// The loss scale the next scale_loss uses: a (1) float32 array on the
   /// first parameter's first device, read without waiting for anything
   /// else; undefined without loss scaling (or before the first scale_loss).
-  const NDArray& loss_scale() const { return scale_; }
+  const NDArray& loss_scale() const { return scaler_.loss_scale(); }
   /// How many updates were skipped because a gradient was not finite: a
   /// (1) float32 array beside loss_scale().
-  const NDArray& skipped_updates() const { return skipped_; }
+  const NDArray& skipped_updates() const { return scaler_.skipped_updates(); }
 
   const dist::GradientAggregator& aggregator() const { return *aggregator_; }
 
@@ -142,14 +142,9 @@ class Trainer {
   /// Scales every gradient by min(1, clip_global_norm / norm) (Note
   /// [Clipping by the global norm]).
   void clip_by_global_norm(double rescale);
-  /// Makes the loss-scaling state (scale, clean steps, skips) on the first
-  /// parameter's first device, unless it exists.
-  void make_scale_state();
-  /// Divides every gradient by the loss scale; returns a (1) array on the
-  /// scale's device: 1 when some gradient held an infinity or NaN, else 0.
-  NDArray unscale_gradients();
-  /// The scale's next value from this step's overflow flag.
-  void update_loss_scale(const NDArray& overflow);
+  /// Where the loss-scaling state lives: the first initialized parameter's
+  /// first device.
+  Context scaling_home() const;
 
   ParameterDict params_;
   std::string optimizer_;
@@ -163,11 +158,7 @@ class Trainer {
   /// and second moments (adam). Made on the first step.
   std::vector<std::vector<std::pair<NDArray, NDArray>>> states_;
   NDArray last_global_norm_;
-  /// Loss scaling: the scale, the clean steps since it last changed, the
-  /// updates skipped; (1) float32 arrays on one device.
-  NDArray scale_;
-  NDArray clean_steps_;
-  NDArray skipped_;
+  amp::LossScaler scaler_;
 };
 
 }  // namespace tagflow::nn
