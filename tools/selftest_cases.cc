@@ -170,7 +170,10 @@ void add_half_precision_cases(std::vector<OperatorCase>& cases) {
     for (const char* name : kNames) {
       const auto it = std::find_if(cases.begin(), cases.end(),
                                    [&](const OperatorCase& c) { return c.name == name; });
-      if (it == cases.end()) continue;
+      TAGFLOW_CHECK(it != cases.end(),
+                    "selftest: expected an operator case named \"{}\" to check in 16 bits, "
+                    "found none (renamed?)",
+                    name);
       OperatorCase c = *it;
       const bool first_only = c.name.starts_with("batch_norm");
       c.name += fmt::format(" in {}", dtype_name(dtype));

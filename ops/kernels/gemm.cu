@@ -3,8 +3,8 @@
 // stream: Note [Per-stream library handles] in engine/detail/stream_listeners.h).
 // Row-major products are computed as their column-major transposes: C = A·B
 // is Cᵀ = Bᵀ·Aᵀ, so A and B swap places and keep their transpose flags.
-// float16 and bfloat16 go through cublasGemmEx with float32 accumulation
-// (Note [Half precision arithmetic] in ops/half.h). Every status is checked.
+// Every dtype goes through cublasGemmEx with float32 accumulation (Note
+// [Half precision arithmetic] in ops/half.h). Every status is checked.
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -85,38 +85,14 @@ void gemm(const GemmPlan& plan, DType dtype, const void* a, const void* b, void*
   const int ldb = plan.transpose_b ? k : n;
   const float one = 1.f;
   const float zero = 0.f;
-  const auto element = static_cast<std::int64_t>(dtype_size(dtype));
-  const auto* bytes_a = static_cast<const unsigned char*>(a);
-  const auto* bytes_b = static_cast<const unsigned char*>(b);
-  auto* bytes_c = static_cast<unsigned char*>(c);
-  if (dtype == DType::kFloat32) {
-    const auto* fa = static_cast<const float*>(a);
-    const auto* fb = static_cast<const float*>(b);
-    auto* fc = static_cast<float*>(c);
-    if (plan.uniform_strides()) {
-      const long long stride_a = plan.batch.a_strides[0] * plan.a_matrix();
-      const long long stride_b = plan.batch.b_strides[0] * plan.b_matrix();
-      check_cublas(cublasSgemmStridedBatched(handle, op_b, op_a, n, m, k, &one, fb, ldb, stride_b,
-                                             fa, lda, stride_a, &zero, fc, n, plan.c_matrix(),
-                                             as_int(plan.batch_count, "batch")),
-                   "gemm: cublasSgemmStridedBatched");
-      return;
-    }
-    for (std::int64_t i = 0; i < plan.batch_count; ++i) {
-      std::int64_t a_index = 0;
-      std::int64_t b_index = 0;
-      plan.batch.offsets(i, a_index, b_index);
-      check_cublas(
-          cublasSgemm(handle, op_b, op_a, n, m, k, &one, fb + b_index * plan.b_matrix(), ldb,
-                      fa + a_index * plan.a_matrix(), lda, &zero, fc + i * plan.c_matrix(), n),
-          "gemm: cublasSgemm");
-    }
-    return;
-  }
-  // float16 and bfloat16: read as such, products summed in float32
-  // (CUBLAS_COMPUTE_32F, with float alpha and beta), C rounded once; the
-  // default algorithm uses tensor cores where the card has them.
-  const cudaDataType type = dtype == DType::kFloat16 ? CUDA_R_16F : CUDA_R_16BF;
+  // One call for every dtype: operands of `dtype`, products summed in
+  // float32 (CUBLAS_COMPUTE_32F, float alpha and beta), C rounded once. For
+  // float32 that is cublasSgemm's arithmetic (no TF32: the handle keeps
+  // default math); for float16 and bfloat16 the default algorithm uses
+  // tensor cores where the card has them.
+  const cudaDataType type = dtype == DType::kFloat32   ? CUDA_R_32F
+                            : dtype == DType::kFloat16 ? CUDA_R_16F
+                                                       : CUDA_R_16BF;
   if (plan.uniform_strides()) {
     const long long stride_a = plan.batch.a_strides[0] * plan.a_matrix();
     const long long stride_b = plan.batch.b_strides[0] * plan.b_matrix();
@@ -127,6 +103,10 @@ void gemm(const GemmPlan& plan, DType dtype, const void* a, const void* b, void*
                  "gemm: cublasGemmStridedBatchedEx");
     return;
   }
+  const auto element = static_cast<std::int64_t>(dtype_size(dtype));
+  const auto* bytes_a = static_cast<const unsigned char*>(a);
+  const auto* bytes_b = static_cast<const unsigned char*>(b);
+  auto* bytes_c = static_cast<unsigned char*>(c);
   for (std::int64_t i = 0; i < plan.batch_count; ++i) {
     std::int64_t a_index = 0;
     std::int64_t b_index = 0;

@@ -35,8 +35,8 @@ void sgemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, s
            const float* a, const float* b, float beta, float* c);
 }  // namespace cpu_kernels
 namespace gpu_kernels {
-/// A, B and C of one floating-point `dtype`: float32 by cublasSgemm, float16
-/// and bfloat16 by cublasGemmEx accumulating in float32 (C rounded once).
+/// A, B and C of one floating-point `dtype`, by cublasGemmEx accumulating in
+/// float32 (C rounded once).
 /// `device` is the GPU whose compute stream `stream` is (for its cuBLAS
 /// handle).
 void gemm(const GemmPlan& plan, DType dtype, const void* a, const void* b, void* c, int device,

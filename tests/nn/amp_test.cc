@@ -20,11 +20,7 @@
 namespace tagflow {
 namespace {
 
-std::vector<float> wave(std::size_t n, float phase) {
-  std::vector<float> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = std::sin(static_cast<float>(i) * 1.3f + phase);
-  return v;
-}
+using testing::wave;
 
 float scalar_of(const NDArray& a) { return a.asscalar<float>(); }
 

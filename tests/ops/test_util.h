@@ -33,6 +33,13 @@ inline std::vector<float> random_floats(std::size_t n, float low, float high,
   return v;
 }
 
+/// `n` values of sin(1.3 i + phase): smooth, in [-1, 1], none repeated.
+inline std::vector<float> wave(std::size_t n, float phase) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = std::sin(static_cast<float>(i) * 1.3f + phase);
+  return v;
+}
+
 /// `n` integers uniform in [low, high] from a fixed seed.
 template <typename T>
 std::vector<T> random_ints(std::size_t n, std::int64_t low, std::int64_t high,
