@@ -535,8 +535,8 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
             ? ""
             : fmt::format(", {} with float32 master weights{}", dtype_name(options.dtype),
                           options.dtype == DType::kFloat16 ? " and loss scaling" : "");
-    fmt::print("train: {} on {}{}, {} training and {} test images, batch {}, {}{}\n",
-               options.model, devices_text(devices), across, train_data.dataset().size(),
+    fmt::print("train: {} on {}{}, {} training and {} test images, batch {}, {}{}\n", options.model,
+               devices_text(devices), across, train_data.dataset().size(),
                test_data.dataset().size(), options.batch_size, optimizer, precision);
   }
   std::fflush(stdout);
@@ -688,7 +688,8 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
     for (Context c : devices) result.peak_bytes = std::max(result.peak_bytes, memory_stats(c).peak);
     if (trainer.loss_scale().defined()) {
       result.loss_scale = trainer.loss_scale().asscalar<float>();
-      result.skipped_updates = static_cast<std::int64_t>(trainer.skipped_updates().asscalar<float>());
+      result.skipped_updates =
+          static_cast<std::int64_t>(trainer.skipped_updates().asscalar<float>());
     }
     if (!std::isfinite(result.loss)) {  // another process's loss (each checks its own)
       progress_line.clear();
