@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string_view>
 #include <thread>
+#include <utility>
 
 #include "engine/error.h"
 
@@ -94,7 +95,7 @@ EngineConfig EngineConfig::from_env() {
     }
   }
   c.cpu_workers = env_int("TAGFLOW_CPU_WORKERS", c.cpu_workers, 1, 1024);
-  c.sim_gpus = env_int("TAGFLOW_SIM_GPUS", c.sim_gpus, 0, 64);
+  if (const char* text = env("TAGFLOW_SIM_GPUS")) c.set_sim_gpus(text);
   c.worker_spin = env_int("TAGFLOW_WORKER_SPIN", c.worker_spin, 0, 100'000'000);
   c.max_pending = env_int("TAGFLOW_MAX_PENDING_OPS", c.max_pending, 0, 1 << 30);
   c.memory_limit = env_bytes("TAGFLOW_MEMORY_LIMIT", c.memory_limit);
@@ -163,11 +164,48 @@ EngineConfig EngineConfig::from_env() {
   return c;
 }
 
+void EngineConfig::set_sim_gpus(std::string_view text) {
+  constexpr const char* kExpected =
+      "expected N (0 to 64), N:MODEL or N:MODEL:timing, where MODEL is h100-sxm, a100-sxm, l4 "
+      "or a JSON file";
+  const std::size_t colon = text.find(':');
+  const std::string_view count = text.substr(0, colon);
+  int n = -1;
+  auto [ptr, ec] = std::from_chars(count.data(), count.data() + count.size(), n);
+  TAGFLOW_CHECK(ec == std::errc{} && ptr == count.data() + count.size() && n >= 0 && n <= 64,
+                "TAGFLOW_SIM_GPUS: {}, got \"{}\"", kExpected, text);
+  std::optional<DeviceModel> model;
+  bool timing_only = false;
+  if (colon != std::string_view::npos) {
+    std::string_view rest = text.substr(colon + 1);
+    for (std::string_view mode : {":timing", ":compute"}) {
+      if (rest.size() > mode.size() && rest.ends_with(mode)) {
+        timing_only = mode == ":timing";
+        rest.remove_suffix(mode.size());
+      }
+    }
+    TAGFLOW_CHECK(!rest.empty() && n > 0, "TAGFLOW_SIM_GPUS: {}, got \"{}\"", kExpected, text);
+    try {
+      model = DeviceModel::resolve(rest);
+    } catch (const Error& e) {
+      detail::throw_error("TAGFLOW_SIM_GPUS: {}", e.what());
+    }
+  }
+  sim_gpus = n;
+  sim_model = std::move(model);
+  sim_timing_only = timing_only;
+}
+
+std::string EngineConfig::sim_gpus_text() const {
+  if (!sim_model) return std::to_string(sim_gpus);
+  return fmt::format("{}:{}{}", sim_gpus, sim_model->name, sim_timing_only ? ":timing" : "");
+}
+
 std::vector<std::pair<std::string, std::string>> EngineConfig::describe() const {
   return {
       {"TAGFLOW_ENGINE", to_string(kind)},
       {"TAGFLOW_CPU_WORKERS", std::to_string(cpu_workers)},
-      {"TAGFLOW_SIM_GPUS", std::to_string(sim_gpus)},
+      {"TAGFLOW_SIM_GPUS", sim_gpus_text()},
       {"TAGFLOW_WORKER_SPIN", std::to_string(worker_spin)},
       {"TAGFLOW_MAX_PENDING_OPS", std::to_string(max_pending)},
       {"TAGFLOW_MEMORY_LIMIT",

@@ -3,9 +3,13 @@
 // environment, logged at start-up and listed by `tagflow info`.
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
+
+#include "engine/device_model.h"
 
 namespace tagflow {
 
@@ -32,8 +36,15 @@ struct EngineConfig {
   EngineKind kind = EngineKind::kThreaded;
   /// TAGFLOW_CPU_WORKERS: worker threads per `cpu(i)` device (default: cores).
   int cpu_workers = 0;
-  /// TAGFLOW_SIM_GPUS: number of simulated GPUs (default 0: real GPUs only).
+  /// TAGFLOW_SIM_GPUS: number of simulated GPUs (default 0: real GPUs only),
+  /// as N, N:MODEL (keeping modelled time, Note [Modelled time] in
+  /// engine/device_model.h) or N:MODEL:timing (timing only: kernels are
+  /// timed, not run). MODEL is a built-in profile or a JSON file.
   int sim_gpus = 0;
+  /// The simulated GPUs' device model; none: they keep the host's time.
+  std::optional<DeviceModel> sim_model;
+  /// Simulated GPUs with a model skip their kernels and only time them.
+  bool sim_timing_only = false;
   /// TAGFLOW_WORKER_SPIN: polls of an empty queue before a worker sleeps.
   int worker_spin = 2000;
   /// TAGFLOW_MAX_PENDING_OPS: operations a client thread may have pending
@@ -74,6 +85,12 @@ struct EngineConfig {
   /// Reads every TAGFLOW_* variable; a malformed value throws tagflow::Error
   /// naming the variable, what it accepts and what it got.
   static EngineConfig from_env();
+  /// Sets sim_gpus, sim_model and sim_timing_only from TAGFLOW_SIM_GPUS's
+  /// syntax ("8:h100-sxm:timing"); throws tagflow::Error saying what it
+  /// expected for a malformed value or an unknown model.
+  void set_sim_gpus(std::string_view text);
+  /// TAGFLOW_SIM_GPUS's spelling of the three: "2", "8:h100-sxm:timing".
+  std::string sim_gpus_text() const;
   /// The defaults for this machine, ignoring the environment.
   static EngineConfig defaults();
 

@@ -64,6 +64,14 @@ class ForkError : public Error {
   using Error::Error;
 };
 
+/// Values were asked of an array a timing-only simulated GPU never computed
+/// (TAGFLOW_SIM_GPUS=N:model:timing, Note [Timing-only GPUs] in
+/// engine/detail/sim_stream.h): its kernels are only timed.
+class NotComputedError : public Error {
+ public:
+  using Error::Error;
+};
+
 namespace detail {
 template <typename E = Error, typename... Args>
 [[noreturn]] void throw_error(fmt::format_string<Args...> format, Args&&... args) {

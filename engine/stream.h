@@ -83,6 +83,10 @@ class Stream {
   /// profiler's clock) to `*out`, before the callbacks of any later mark
   /// run. A host function on a simulated GPU, a timing event on a real one.
   virtual void enqueue_timestamp(std::int64_t* out) = 0;
+  /// Once `finished(seq)` on a simulated GPU with a device model: the
+  /// modelled time (ns) at which the stream reached mark `seq` (Note
+  /// [Modelled time] in engine/device_model.h); -1 otherwise.
+  virtual std::int64_t modelled_time(std::uint64_t /*seq*/) const { return -1; }
   /// cudaStream_t on real GPUs, null on simulated ones.
   virtual void* native_handle() { return nullptr; }
   /// Makes this stream's GPU the calling thread's current device

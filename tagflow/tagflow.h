@@ -10,6 +10,7 @@
 #include "engine/config.h"
 #include "engine/context.h"
 #include "engine/dependency_state.h"
+#include "engine/device_model.h"
 #include "engine/dump_signal.h"
 #include "engine/engine.h"
 #include "engine/error.h"

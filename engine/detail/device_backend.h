@@ -4,6 +4,7 @@
 // Internal to engine/.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,10 @@
 #include "engine/stream.h"
 
 namespace tagflow::detail {
+
+namespace sim {
+class ModelClock;
+}  // namespace sim
 
 class DeviceBackend {
  public:
@@ -25,6 +30,8 @@ class DeviceBackend {
   virtual void set_device(int index) = 0;
   /// The calling thread's current GPU.
   virtual int current_device() const = 0;
+  /// The modelled time of simulated GPUs with a device model, else null.
+  virtual sim::ModelClock* model_clock() { return nullptr; }
   /// One line on the backend's state, e.g. "no GPU: CUDA driver not found".
   virtual std::string status() const = 0;
 };
@@ -62,8 +69,12 @@ class ScopedDevice {
 /// was built and finds a driver, else a backend with no devices.
 std::unique_ptr<DeviceBackend> make_device_backend(const EngineConfig& config);
 
-/// N simulated GPUs backed by host memory and one thread per stream.
-std::unique_ptr<DeviceBackend> make_sim_backend(int num_gpus);
+/// N simulated GPUs backed by host memory and one thread per stream,
+/// keeping modelled time when `model` is given (Note [Modelled time] in
+/// engine/device_model.h), and only timing their work when `timing_only`.
+std::unique_ptr<DeviceBackend> make_sim_backend(int num_gpus,
+                                                const std::optional<DeviceModel>& model = {},
+                                                bool timing_only = false);
 
 /// The CUDA backend, or null when CUDA was not built or no driver/device is
 /// usable; `why_not` then says why.

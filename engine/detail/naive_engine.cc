@@ -350,8 +350,13 @@ void NaiveEngine::run(OpBlock& block, QueueKind queue, int priority) {
     marks->failed = block.error != nullptr;
     bool handed_on = stream == nullptr;
     if (handed_on) record_op(marks);
-    try {  // device times are written once the stream passes them; then this
-      if (!handed_on) stream->when_finished(stream->record(), [marks] { record_op(marks); });
+    try {  // device times are written once the stream passes them: this
+      // engine is synchronous, so the operation's record is complete before
+      // push() returns and a wait_for_all() after it finds it
+      if (!handed_on) {
+        stream->synchronize(stream->record());
+        record_op(marks);
+      }
       handed_on = true;
     } catch (...) {
     }

@@ -38,6 +38,8 @@ struct WaitSignal {
   std::condition_variable cv;
   bool done = false;
   std::exception_ptr error;
+  /// Modelled time: when what was waited for finished.
+  std::int64_t modelled_ns = 0;
 
   void notify(std::exception_ptr e) {
     std::lock_guard lock(mutex);

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "engine/detail/model_clock.h"
+#include "engine/detail/sim_stream.h"
 #include "engine/error.h"
 
 namespace tagflow::detail::sim {
@@ -107,6 +109,50 @@ void launch_kernel(Stream& stream, Stream::HostFunction kernel) {
     return;
   }
   stream.enqueue_host(std::move(kernel));
+}
+
+void launch_kernel(Stream& stream, const KernelWork& work, Stream::HostFunction kernel) {
+  auto& sim_stream = static_cast<SimStream&>(stream);  // a simulated GPU's: no native handle
+  ModelClock* clock = sim_stream.model_clock();
+  if (clock == nullptr) {
+    launch_kernel(stream, std::move(kernel));
+    return;
+  }
+  if (current_device() != stream.context().index) [[unlikely]] {
+    set_last_error(Status::kInvalidResourceHandle);
+    return;
+  }
+  sim_stream.enqueue_work(ModelClock::to_ns(clock->model().kernel_seconds(work)),
+                          std::move(kernel));
+}
+
+double copy_seconds(const DeviceModel& model, Context from, Context to, double bytes) {
+  if (from.is_gpu() && to.is_gpu()) {
+    if (from.index == to.index) return model.launch_latency + 2 * bytes / model.memory_bandwidth;
+    return model.peer_link(from.index, to.index).seconds(bytes);
+  }
+  const Context host = from.is_gpu() ? to : from;
+  return (host.is_cpu_pinned() ? model.host_pinned : model.host_pageable).seconds(bytes);
+}
+
+void enqueue_copy(Stream& stream, Context from, Context to, std::uint64_t bytes,
+                  Stream::HostFunction copy) {
+  auto& sim_stream = static_cast<SimStream&>(stream);
+  ModelClock* clock = sim_stream.model_clock();
+  if (clock == nullptr) {
+    stream.enqueue_host(std::move(copy));
+    return;
+  }
+  sim_stream.enqueue_work(
+      ModelClock::to_ns(copy_seconds(clock->model(), from, to, static_cast<double>(bytes))),
+      std::move(copy));
+  if (clock->timing_only() && !to.is_gpu()) [[unlikely]] {
+    throw NotComputedError(fmt::format(
+        "copy from {} to {}: {} is a timing-only simulated GPU ({}), whose kernels are timed, "
+        "not run, so the values copied were never computed; read values on a GPU that "
+        "computes (TAGFLOW_SIM_GPUS=N:{} without :timing)",
+        from.str(), to.str(), from.str(), clock->model().name, clock->model().name));
+  }
 }
 
 bool in_host_work() { return this_thread().in_host_work; }

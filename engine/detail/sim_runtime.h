@@ -41,6 +41,7 @@
 #include <string_view>
 
 #include "engine/context.h"
+#include "engine/device_model.h"
 #include "engine/stream.h"
 
 namespace tagflow::detail::sim {
@@ -83,6 +84,20 @@ void set_last_error(Status status);
 ///   sim::launch_kernel(*rc.stream, kernel);
 ///   sim::check_status(sim::get_last_error(), "kernel launch", rc.ctx);
 void launch_kernel(Stream& stream, Stream::HostFunction kernel);
+/// The same, for a kernel doing `work`: on a GPU with a device model it
+/// lasts what the model says (Note [Modelled time] in engine/device_model.h)
+/// and is skipped on a timing-only one (Note [Timing-only GPUs] in sim_stream.h).
+void launch_kernel(Stream& stream, const KernelWork& work, Stream::HostFunction kernel);
+
+/// Enqueues on `stream` (a simulated GPU's) the copy of `bytes` from memory
+/// of `from` to memory of `to`, done by `copy`. With a device model it lasts
+/// what the link between them takes; on a timing-only GPU it is skipped and,
+/// when `to` is host memory, throws NotComputedError once enqueued (its
+/// bytes would be what no kernel computed).
+void enqueue_copy(Stream& stream, Context from, Context to, std::uint64_t bytes,
+                  Stream::HostFunction copy);
+/// Seconds the device model gives a copy of `bytes` from `from` to `to`.
+double copy_seconds(const DeviceModel& model, Context from, Context to, double bytes);
 
 /// True while the calling thread runs host work of a simulated stream.
 bool in_host_work();

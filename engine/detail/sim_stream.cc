@@ -1,5 +1,6 @@
 #include "engine/detail/sim_stream.h"
 
+#include <algorithm>
 #include <exception>
 #include <utility>
 
@@ -13,7 +14,8 @@
 
 namespace tagflow::detail {
 
-SimStream::SimStream(Context ctx, QueueKind kind) : Stream(ctx, kind) {
+SimStream::SimStream(Context ctx, QueueKind kind, sim::ModelClock* clock)
+    : Stream(ctx, kind), clock_(clock), mark_times_(clock != nullptr ? kMarkTimes : 0) {
   TAGFLOW_CHECK_AS(DeviceError, ctx.is_gpu(), "SimStream: expected a GPU context, got {}",
                    ctx.str());
   sim::register_devices(ctx.index + 1);  // a stream on gpu(i) means gpu(i) exists
@@ -51,13 +53,30 @@ void SimStream::enqueue_host(HostFunction fn) {
   // call after a sticky error.
   if (std::exception_ptr fault = sim::device_fault(device)) [[unlikely]]
     std::rethrow_exception(fault);
-  push_item({Item::Type::kHost, std::move(fn), 0, nullptr});
+  push_item({.type = Item::Type::kHost, .fn = std::move(fn), .issued_ns = issue_time()});
+}
+
+void SimStream::enqueue_work(std::int64_t duration_ns, HostFunction fn) {
+  const int device = context().index;
+  check_not_in_host_work("kernel launch");
+  if (std::exception_ptr fault = sim::device_fault(device)) [[unlikely]]
+    std::rethrow_exception(fault);
+  push_item({.type = Item::Type::kWork,
+             .fn = std::move(fn),
+             .issued_ns = issue_time(),
+             .duration_ns = duration_ns});
 }
 
 void SimStream::enqueue_timestamp(std::int64_t* out) {
   // An event, not a kernel: any thread may record it.
   check_not_in_host_work("cudaEventRecord (profiler timestamp)");
-  push_item({Item::Type::kHost, [out] { *out = profiler_now(); }, 0, nullptr});
+  push_item({.type = Item::Type::kTimestamp, .out = out, .issued_ns = issue_time()});
+}
+
+std::int64_t SimStream::modelled_time(std::uint64_t seq) const {
+  if (clock_ == nullptr || finished_.load(std::memory_order_acquire) < seq) return -1;
+  if (seq == 0) return 0;
+  return mark_times_[seq % kMarkTimes].load(std::memory_order_relaxed);
 }
 
 void SimStream::make_device_current() {
@@ -70,7 +89,7 @@ std::uint64_t SimStream::record() {
   {
     std::lock_guard lock(mutex_);
     seq = ++recorded_;
-    items_.push_back({Item::Type::kMark, nullptr, seq, nullptr});
+    items_.push_back({.type = Item::Type::kMark, .seq = seq, .issued_ns = issue_time()});
   }
   work_ready_.notify_one();
   return seq;
@@ -79,7 +98,9 @@ std::uint64_t SimStream::record() {
 void SimStream::wait(Stream& other, std::uint64_t seq) {
   check_not_in_host_work("cudaStreamWaitEvent");
   if (&other == this) return;
-  if (other.finished(seq)) {
+  // Modelled: a mark finished on the host may still lie ahead in modelled
+  // time, so the wait is always enqueued.
+  if (clock_ == nullptr && other.finished(seq)) {
     // Nothing to wait for, but a failure before that mark still taints
     // what this stream runs next (Note [Errors of device work]).
     if (std::exception_ptr error = other.error_at(seq)) [[unlikely]] {
@@ -88,7 +109,7 @@ void SimStream::wait(Stream& other, std::uint64_t seq) {
     }
     return;
   }
-  push_item({Item::Type::kWait, nullptr, seq, &other});
+  push_item({.type = Item::Type::kWait, .seq = seq, .other = &other, .issued_ns = issue_time()});
 }
 
 bool SimStream::finished(std::uint64_t seq) {
@@ -97,9 +118,11 @@ bool SimStream::finished(std::uint64_t seq) {
 
 void SimStream::synchronize(std::uint64_t seq) {
   check_not_in_host_work("cudaEventSynchronize");
-  if (finished(seq)) return;
-  std::unique_lock lock(mutex_);
-  progress_.wait(lock, [&] { return finished_.load(std::memory_order_acquire) >= seq; });
+  if (!finished(seq)) {
+    std::unique_lock lock(mutex_);
+    progress_.wait(lock, [&] { return finished_.load(std::memory_order_acquire) >= seq; });
+  }
+  if (clock_ != nullptr) clock_->host_reach(modelled_time(seq));
 }
 
 void SimStream::when_finished(std::uint64_t seq, HostFunction fn) {
@@ -136,6 +159,7 @@ void SimStream::run() {
   // A failed mark of another stream this one waited on: the marks from the
   // next one on carry it (Note [Errors of device work]).
   std::exception_ptr tainted;
+  const bool timing_only = clock_ != nullptr && clock_->timing_only();
   for (;;) {
     Item item;
     {
@@ -145,7 +169,13 @@ void SimStream::run() {
       item = std::move(items_.front());
       items_.pop_front();
     }
+    // Nothing starts before the host issued it (Note [Modelled time]).
+    if (item.issued_ns > now_ns_) now_ns_ = item.issued_ns;
     switch (item.type) {
+      case Item::Type::kWork:
+        now_ns_ += item.duration_ns;
+        if (timing_only) break;  // Note [Timing-only GPUs]
+        [[fallthrough]];
       case Item::Type::kHost:
         // Nothing runs on a lost device (Note [Simulated CUDA rules]).
         if (sim::device_fault(device)) break;
@@ -156,7 +186,16 @@ void SimStream::run() {
           sim::set_device_fault(device, std::current_exception());
         }
         break;
+      case Item::Type::kTimestamp:
+        // A lost device times nothing, as a real one's events fail.
+        if (sim::device_fault(device)) break;
+        *item.out = clock_ != nullptr ? now_ns_ : profiler_now();
+        break;
       case Item::Type::kMark:
+        if (clock_ != nullptr) {
+          mark_times_[item.seq % kMarkTimes].store(now_ns_, std::memory_order_relaxed);
+          clock_->note_finished(now_ns_);
+        }
         if (std::exception_ptr fault = sim::device_fault(device)) [[unlikely]] {
           set_error(std::move(fault), item.seq);
         } else if (tainted) [[unlikely]] {
@@ -166,70 +205,11 @@ void SimStream::run() {
         break;
       case Item::Type::kWait:
         item.other->synchronize(item.seq);
+        if (clock_ != nullptr) now_ns_ = std::max(now_ns_, item.other->modelled_time(item.seq));
         if (!tainted) tainted = item.other->error_at(item.seq);
         break;
     }
   }
-}
-
-namespace {
-
-class SimBackend final : public DeviceBackend {
- public:
-  explicit SimBackend(int n) {
-    sim::register_devices(n);
-    for (int i = 0; i < n; ++i) {
-      devices_.push_back({.index = i,
-                          .name = "simulated GPU",
-                          .total_memory = 0,
-                          .compute_major = 0,
-                          .compute_minor = 0,
-                          .simulated = true});
-    }
-  }
-  const std::vector<GpuInfo>& devices() const override { return devices_; }
-  std::unique_ptr<Stream> make_stream(Context ctx, QueueKind kind) override {
-    return std::make_unique<SimStream>(ctx, kind);
-  }
-  void set_device(int index) override {
-    sim::check_status(sim::set_device(index), "cudaSetDevice", gpu(index));
-  }
-  int current_device() const override { return sim::current_device(); }
-  std::string status() const override {
-    return fmt::format("{} simulated GPU(s) (TAGFLOW_SIM_GPUS)", devices_.size());
-  }
-
- private:
-  std::vector<GpuInfo> devices_;
-};
-
-class NoGpuBackend final : public DeviceBackend {
- public:
-  explicit NoGpuBackend(std::string why) : why_(std::move(why)) {}
-  const std::vector<GpuInfo>& devices() const override { return devices_; }
-  std::unique_ptr<Stream> make_stream(Context, QueueKind) override { return nullptr; }
-  void set_device(int index) override {
-    throw_error<DeviceError>("gpu({}) does not exist: {}", index, why_);
-  }
-  int current_device() const override { return 0; }
-  std::string status() const override { return why_; }
-
- private:
-  std::vector<GpuInfo> devices_;
-  std::string why_;
-};
-
-}  // namespace
-
-std::unique_ptr<DeviceBackend> make_sim_backend(int num_gpus) {
-  return std::make_unique<SimBackend>(num_gpus);
-}
-
-std::unique_ptr<DeviceBackend> make_device_backend(const EngineConfig& config) {
-  if (config.sim_gpus > 0) return make_sim_backend(config.sim_gpus);
-  std::string why_not;
-  if (auto cuda = make_cuda_backend(why_not)) return cuda;
-  return std::make_unique<NoGpuBackend>(std::move(why_not));
 }
 
 }  // namespace tagflow::detail

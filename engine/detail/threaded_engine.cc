@@ -24,6 +24,7 @@ constexpr int kMaxInlineRun = 256;
 ThreadedEngine::ThreadedEngine(const EngineConfig& config)
     : config_(config),
       backend_(make_device_backend(config)),
+      model_(backend_->model_clock()),
       cores_(static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))),
       run_ahead_limit_(static_cast<std::uint64_t>(config_.max_pending)) {
   TAGFLOW_CHECK(static_cast<int>(backend_->devices().size()) <= kMaxGpus,
@@ -163,6 +164,8 @@ void ThreadedEngine::push_block(Operation& op, OperationState* tracker) {
     }
     if (tracker != nullptr) [[unlikely]]
       block->tracker = tracker->retain();  // given back by complete()
+    if (model_ != nullptr) [[unlikely]]
+      note_modelled_issue(*block);
     submit(block);
   }
   thread_local std::uint32_t pushes = 0;
@@ -454,6 +457,8 @@ void ThreadedEngine::finish_host_op(OpBlock* op, Followers* followers) {
     const VarBlock& var = *op->deps[0].var;
     // Every fence on the variable has finished: the wait was held for them.
     std::exception_ptr error = var.error ? var.error : fence_error(var.write_fence);
+    if (model_ != nullptr) [[unlikely]]
+      signal->modelled_ns = modelled_time_of(var, is_write(op->deps[0].access));
     complete(op, followers);
     signal->notify(std::move(error));
   } else {
@@ -474,6 +479,9 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
       park_until_exit();
     followers.inline_next = nullptr;
     prefetch_successors(*op);
+    // Before anything goes into the stream: it is issued at this time.
+    if (model_ != nullptr) [[unlikely]]
+      enter_modelled_time(*op);
     // Skipped or not: the fence it leaves on what it writes must follow the
     // device work of the operations it follows (Note [Skipped operations on
     // device queues]).
@@ -491,6 +499,8 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
       profile_start(*op, stream, index);
     }
     if (op->error) {
+      if (model_ != nullptr) [[unlikely]]
+        leave_modelled_time(*op);
       finish(op, &followers);  // skipped: it inherited an error
     } else if (!op->fn.is_async()) {
       op->stage.store(OperationStage::kRunning, std::memory_order_relaxed);
@@ -503,6 +513,8 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
         op->error = op->wrap(std::current_exception());
       }
       me.running = nullptr;
+      if (model_ != nullptr) [[unlikely]]
+        leave_modelled_time(*op);
       finish(op, &followers);
     } else {
       // Two references, this launcher's and the Completion's: whichever
@@ -521,6 +533,8 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
         }
       }  // a Completion the closure did not take is dropped here: fails the op
       me.running = nullptr;
+      if (model_ != nullptr) [[unlikely]]
+        leave_modelled_time(*op);
       // Before this launcher lets go: the marks are only handed on once
       // both have (profile_end, from finish).
       if (op->profile != nullptr) [[unlikely]]

@@ -240,6 +240,17 @@ class ThreadedEngine final : public Engine, public EngineCore {
   static void take_fence_errors(OpBlock* op);
   void run_or_enqueue(OpBlock* op, Followers* followers);
   void finish_host_op(OpBlock* op, Followers* followers);
+  // Modelled time (threaded_engine_modelled.cc), only while model_ is set:
+  /// Keeps the pusher's clock for `op` when the pusher has waited (push lock held).
+  void note_modelled_issue(const OpBlock& op);
+  /// Sets the running thread's clock to when `op` could start: its issue,
+  /// and what the variables it uses were last written or finished at.
+  void enter_modelled_time(const OpBlock& op);
+  /// Records, on what `op` writes, the time its host side ended.
+  void leave_modelled_time(const OpBlock& op);
+  /// The modelled time at which `var`'s last write (or, for `write`, also
+  /// its reads) finished, as far as known.
+  static std::int64_t modelled_time_of(const VarBlock& var, bool write);
   void finish(OpBlock* op, Followers* followers);
   void complete(OpBlock* op, Followers* followers);
   void count_completion(int slot);
@@ -289,6 +300,12 @@ class ThreadedEngine final : public Engine, public EngineCore {
   /// Profiling: the last profiled writer of each variable (push lock).
   std::unordered_map<const VarBlock*, std::uint64_t> profiled_writers_;
   std::unique_ptr<DeviceBackend> backend_;
+  /// Simulated GPUs keeping modelled time, else null (Note [Modelled time]
+  /// in engine/device_model.h; threaded_engine_modelled.cc).
+  sim::ModelClock* model_ = nullptr;
+  /// The pusher's modelled clock of operations pushed after it waited.
+  std::mutex modelled_mutex_;
+  std::unordered_map<const OpBlock*, std::int64_t> modelled_issue_;
   int cores_;
   std::atomic<int> worker_threads_{0};
   std::array<std::atomic<WorkerPool*>, kMaxPools> pools_{};

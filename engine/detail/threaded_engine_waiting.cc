@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "engine/detail/model_clock.h"
 #include "engine/detail/threaded_engine.h"
 #include "engine/error.h"
 
@@ -43,6 +44,8 @@ void ThreadedEngine::wait_on(VarHandle var, Access access, const char* what) {
     submit(op);
   }
   signal.wait();
+  if (model_ != nullptr) [[unlikely]]
+    model_->host_reach(signal.modelled_ns);
   if (profiled) [[unlikely]]
     record_wait(what, waited_for, waited_for_seq, started);
   if (signal.error) std::rethrow_exception(signal.error);

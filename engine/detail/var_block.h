@@ -118,6 +118,10 @@ struct alignas(64) VarBlock : Pooled<VarBlock> {
   /// writer]): its push number and the generation it was given, for dumps.
   std::uint32_t deleted_generation = 0;
   std::uint64_t deletion_seq = 0;
+  /// Modelled time: when the host side of its last writer ended (Note
+  /// [Modelled time] in engine/device_model.h); its device work's end is the
+  /// write fence's.
+  std::atomic<std::int64_t> modelled_ns{0};
 
   // --- left by completing operations, read once they may run ---
   alignas(64) SpinLock lock;  ///< for concurrent readers adding fences

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "engine/detail/sim_runtime.h"
 #include "engine/engine.h"
 #include "engine/stream.h"
 #include "ops/priority.h"
@@ -24,7 +25,8 @@ void push_copy(const CopyRequest& request) {
       if (rc.stream->native_handle() != nullptr) {
         enqueue_gpu_copy(r, *rc.stream);
       } else {
-        rc.stream->enqueue_host(
+        sim::enqueue_copy(
+            *rc.stream, r.src_ctx, r.dst_ctx, r.bytes,
             [dst = r.dst, src = r.src, bytes = r.bytes] { std::memcpy(dst, src, bytes); });
       }
     };

@@ -1,0 +1,53 @@
+#pragma once
+// ModelClock: the shared state of modelled time on simulated GPUs (Note
+// [Modelled time] in engine/device_model.h): the device model, the mode,
+// each host thread's clock, and the latest time any modelled work finished.
+// One per simulated backend; the engines and streams of that backend share
+// it. Internal to engine/.
+
+#include <atomic>
+#include <cstdint>
+
+#include "engine/device_model.h"
+
+namespace tagflow::detail::sim {
+
+class ModelClock {
+ public:
+  ModelClock(DeviceModel model, int num_gpus, bool timing_only);
+  ModelClock(const ModelClock&) = delete;
+  ModelClock& operator=(const ModelClock&) = delete;
+
+  const DeviceModel& model() const { return model_; }
+  int num_gpus() const { return num_gpus_; }
+  /// Kernels are skipped and only timed (Note [Timing-only GPUs] in sim_stream.h).
+  bool timing_only() const { return timing_only_; }
+
+  /// The calling thread's clock on this model, in ns (0 until it has waited
+  /// for modelled work or was set).
+  std::int64_t host_now() const;
+  /// Sets the calling thread's clock (an engine worker, before it runs an
+  /// operation issued at `ns`).
+  void set_host_now(std::int64_t ns) const;
+  /// Moves the calling thread's clock to `ns` unless it is already later
+  /// (after a wait for work that finished at `ns`).
+  void host_reach(std::int64_t ns) const;
+
+  /// The latest time at which modelled work has finished on any stream.
+  std::int64_t latest() const { return latest_.load(std::memory_order_acquire); }
+  /// A stream finished work at `ns`.
+  void note_finished(std::int64_t ns);
+
+  /// Nanoseconds, rounded, of `seconds` of modelled time (at least 1).
+  static std::int64_t to_ns(double seconds);
+
+ private:
+  DeviceModel model_;
+  int num_gpus_;
+  bool timing_only_;
+  /// Tells this clock's thread clocks from those of earlier clocks.
+  std::uint64_t id_;
+  std::atomic<std::int64_t> latest_{0};
+};
+
+}  // namespace tagflow::detail::sim
