@@ -23,6 +23,12 @@ struct GpuInfo {
   int compute_minor = 0;
   /// True for a GPU simulated in host memory (TAGFLOW_SIM_GPUS).
   bool simulated = false;
+  /// A simulated GPU keeping modelled time: its device model's name
+  /// ("h100-sxm"); empty otherwise (Note [Modelled time] in engine/device_model.h).
+  std::string model;
+  /// A simulated GPU that times its kernels without running them (Note
+  /// [Timing-only GPUs] in engine/detail/sim_stream.h).
+  bool timing_only = false;
   /// The indices of the GPUs whose memory this one reaches directly: peer
   /// access is enabled, so copies between them skip host memory. Empty for
   /// a simulated GPU (Note [Peer access] in engine/detail/cuda_peer_access.h).

@@ -9,6 +9,7 @@
 #include "ops/detail/operator_checks.h"
 #include "ops/kernels/batch_norm_kernels.h"
 #include "ops/kernels/float_staging.h"
+#include "ops/kernels/kernel_work.h"
 #include "ops/kernels/launch.h"
 
 namespace tagflow {
@@ -130,6 +131,8 @@ std::vector<NDArray> backward(const BatchNormShape& s, const BatchNormParams& p,
         {dx.var(), dgamma.var(), dbeta.var()}, [=](const RunContext& rc) {
           run_kernel(
               rc,
+              detail::kernel_work(8.0 * static_cast<double>(n), 5 * detail::bytes_of(n, dtype),
+                                  dtype),
               [=] {
                 detail::Float32Staging staging(ctx, dtype);
                 cpu_kernels::batch_norm_backward(s, p, batch_statistics, staging.input(px, n),
@@ -195,6 +198,8 @@ NDArray batch_norm(const NDArray& x, const NDArray& gamma, const NDArray& beta,
       detail::push_operation(kName, ctx, reads, writes, [=](const RunContext& rc) {
         run_kernel(
             rc,
+            detail::kernel_work(6.0 * static_cast<double>(n), 3 * detail::bytes_of(n, dtype),
+                                dtype),
             [=] {
               detail::Float32Staging staging(ctx, dtype);
               cpu_kernels::batch_norm_forward_training(s, p, staging.input(px, n), pgamma, pbeta,
@@ -212,6 +217,8 @@ NDArray batch_norm(const NDArray& x, const NDArray& gamma, const NDArray& beta,
       detail::push_operation(kName, ctx, reads, writes, [=](const RunContext& rc) {
         run_kernel(
             rc,
+            detail::kernel_work(2.0 * static_cast<double>(n), 2 * detail::bytes_of(n, dtype),
+                                dtype),
             [=] {
               detail::Float32Staging staging(ctx, dtype);
               cpu_kernels::batch_norm_forward_inference(

@@ -13,6 +13,7 @@
 #include "ops/device.h"
 #include "ops/kernels/conv_kernels.h"
 #include "ops/kernels/float_staging.h"
+#include "ops/kernels/kernel_work.h"
 #include "ops/kernels/launch.h"
 #include "ops/reduce.h"
 #include "storage/storage.h"
@@ -159,7 +160,7 @@ NDArray backward_data(const ConvGeometry& g, const NDArray& weight, const NDArra
   detail::push_operation(
       "conv2d_backward_data", ctx, {weight.var(), dy.var()}, {dx.var()}, [=](const RunContext& rc) {
         run_kernel(
-            rc,
+            rc, detail::conv_work(g, dtype),
             [=] {
               detail::Float32Staging staging(ctx, dtype);
               cpu_kernels::conv2d_backward_data(g, staging.input(pw, g.weight_size()),
@@ -203,7 +204,7 @@ std::pair<NDArray, NDArray> backward_weight(const ConvGeometry& g, const NDArray
   detail::push_operation(
       "conv2d_backward_weight", ctx, {x.var(), dy.var()}, writes, [=](const RunContext& rc) {
         run_kernel(
-            rc,
+            rc, detail::conv_work(g, dtype),
             [=] {
               detail::Float32Staging staging(ctx, dtype);
               cpu_kernels::conv2d_backward_weight(
@@ -262,7 +263,7 @@ NDArray conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias,
     if (bias.defined()) reads.push_back(bias.var());
     detail::push_operation(kName, ctx, reads, {y.var()}, [=](const RunContext& rc) {
       run_kernel(
-          rc,
+          rc, detail::conv_work(g, dtype),
           [=] {
             detail::Float32Staging staging(ctx, dtype);
             cpu_kernels::conv2d_forward(g, staging.input(px, x_size),

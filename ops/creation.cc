@@ -5,6 +5,7 @@
 
 #include "ops/detail/operator_checks.h"
 #include "ops/kernels/elementwise_kernels.h"
+#include "ops/kernels/kernel_work.h"
 #include "ops/kernels/launch.h"
 
 namespace tagflow {
@@ -47,7 +48,8 @@ void fill(const NDArray& out, double value) {
   if (n == 0) return;
   detail::push_operation("fill", out.context(), {}, {out.var()}, [=](const RunContext& rc) {
     detail::run_kernel(
-        rc, [=] { detail::cpu_kernels::fill(dtype, value, data, n); },
+        rc, detail::elementwise_work(n, dtype, 1, 0),
+        [=] { detail::cpu_kernels::fill(dtype, value, data, n); },
         [=](void* stream) { detail::gpu_kernels::fill(dtype, value, data, n, stream); });
   });
 }
@@ -90,7 +92,8 @@ NDArray arange(double start, double stop, double step, DType dtype, Context ctx)
   void* data = out.raw_data();
   detail::push_operation("arange", ctx, {}, {out.var()}, [=](const RunContext& rc) {
     detail::run_kernel(
-        rc, [=] { detail::cpu_kernels::arange(dtype, start, step, data, n); },
+        rc, detail::elementwise_work(n, dtype, 1),
+        [=] { detail::cpu_kernels::arange(dtype, start, step, data, n); },
         [=](void* stream) { detail::gpu_kernels::arange(dtype, start, step, data, n, stream); });
   });
   return out;

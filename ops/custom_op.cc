@@ -6,6 +6,7 @@
 #include "ops/autograd.h"
 #include "ops/creation.h"
 #include "ops/detail/operator_checks.h"
+#include "ops/kernels/kernel_work.h"
 #include "ops/kernels/launch.h"
 #include "ops/priority.h"
 
@@ -82,6 +83,16 @@ void push_kernel(const std::shared_ptr<const Impl>& impl, const std::vector<NDAr
   VarList writes;
   for (const NDArray& out : outputs) writes.push_back(out.var());
   std::shared_ptr<const KernelArgs> frozen = std::move(args);
+  // What a simulated GPU with a device model times: every array crosses
+  // memory once, one flop per output element (Note [Operator work]).
+  double bytes = 0;
+  double output_elements = 0;
+  for (const NDArray& in : inputs) bytes += detail::bytes_of(in.size(), in.dtype());
+  for (const NDArray& out : outputs) {
+    bytes += detail::bytes_of(out.size(), out.dtype());
+    output_elements += static_cast<double>(out.size());
+  }
+  const KernelWork work = detail::kernel_work(output_elements, bytes, inputs[0].dtype());
 
   if (impl->def.cpu.is_async() && ctx.is_host()) {
     detail::push_operation(impl->engine_name, ctx, std::move(reads), std::move(writes),
@@ -91,9 +102,9 @@ void push_kernel(const std::shared_ptr<const Impl>& impl, const std::vector<NDAr
     return;
   }
   detail::push_operation(impl->engine_name, ctx, std::move(reads), std::move(writes),
-                         [impl, frozen](const RunContext& rc) {
+                         [impl, frozen, work](const RunContext& rc) {
                            detail::run_kernel(
-                               rc, [impl, frozen] { impl->def.cpu.sync()(*frozen); },
+                               rc, work, [impl, frozen] { impl->def.cpu.sync()(*frozen); },
                                [impl, frozen](void* stream) {
                                  KernelArgs on_stream = *frozen;
                                  on_stream.cuda_stream = stream;

@@ -4,6 +4,7 @@
 
 #include "ops/detail/operator_checks.h"
 #include "ops/kernels/dropout_kernels.h"
+#include "ops/kernels/kernel_work.h"
 #include "ops/kernels/launch.h"
 #include "ops/random.h"
 
@@ -52,7 +53,11 @@ NDArray apply_mask(const char* name, const NDArray& in, const NDArray& uniform,
   detail::push_operation(
       name, in.context(), {in.var(), uniform.var()}, {out.var()}, [=](const RunContext& rc) {
         detail::run_kernel(
-            rc, [=] { detail::cpu_kernels::dropout(params, dtype, pin, pu, po, n); },
+            rc,
+            detail::kernel_work(
+                static_cast<double>(n),
+                2 * detail::bytes_of(n, dtype) + detail::bytes_of(n, DType::kFloat32), dtype),
+            [=] { detail::cpu_kernels::dropout(params, dtype, pin, pu, po, n); },
             [=](void* stream) {
               detail::gpu_kernels::dropout(params, dtype, pin, pu, po, n, stream);
             });

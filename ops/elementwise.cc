@@ -4,6 +4,7 @@
 #include "ops/detail/elementwise_grad.h"
 #include "ops/detail/operator_checks.h"
 #include "ops/kernels/elementwise_kernels.h"
+#include "ops/kernels/kernel_work.h"
 #include "ops/kernels/launch.h"
 
 namespace tagflow {
@@ -27,7 +28,8 @@ NDArray unary(const char* name, UnaryOp op, const NDArray& x) {
   const std::int64_t n = x.size();
   detail::push_operation(name, x.context(), {x.var()}, {y.var()}, [=](const RunContext& rc) {
     run_kernel(
-        rc, [=] { cpu_kernels::unary(op, dtype, in, out, n); },
+        rc, detail::elementwise_work(n, dtype, 2),
+        [=] { cpu_kernels::unary(op, dtype, in, out, n); },
         [=](void* stream) { gpu_kernels::unary(op, dtype, in, out, n, stream); });
   });
   detail::record_unary(name, op, x, y);
@@ -46,16 +48,19 @@ void push_binary(const char* name, BinaryOp op, const NDArray& a, const NDArray&
     const std::int64_t n = out.size();
     detail::push_operation(name, out.context(), reads, {out.var()}, [=](const RunContext& rc) {
       run_kernel(
-          rc, [=] { cpu_kernels::binary(op, dtype, pa, pb, po, n); },
+          rc, detail::elementwise_work(n, dtype, 3),
+          [=] { cpu_kernels::binary(op, dtype, pa, pb, po, n); },
           [=](void* stream) { gpu_kernels::binary(op, dtype, pa, pb, po, n, stream); });
     });
     return;
   }
   const detail::BroadcastPlan plan = detail::make_broadcast_plan(a.shape(), b.shape(), out.shape());
   if (out.size() == 0) return;
+  const std::int64_t plan_size = out.size();
   detail::push_operation(name, out.context(), reads, {out.var()}, [=](const RunContext& rc) {
     run_kernel(
-        rc, [=] { cpu_kernels::binary_broadcast(op, dtype, pa, pb, po, plan); },
+        rc, detail::elementwise_work(plan_size, dtype, 3),
+        [=] { cpu_kernels::binary_broadcast(op, dtype, pa, pb, po, plan); },
         [=](void* stream) { gpu_kernels::binary_broadcast(op, dtype, pa, pb, po, plan, stream); });
   });
 }
@@ -94,7 +99,8 @@ void push_scalar(const char* name, BinaryOp op, const NDArray& a, ScalarOperand 
   const std::int64_t n = a.size();
   detail::push_operation(name, a.context(), {a.var()}, {out.var()}, [=](const RunContext& rc) {
     run_kernel(
-        rc, [=] { cpu_kernels::binary_scalar(op, dtype, pa, s, po, n); },
+        rc, detail::elementwise_work(n, dtype, 2),
+        [=] { cpu_kernels::binary_scalar(op, dtype, pa, s, po, n); },
         [=](void* stream) { gpu_kernels::binary_scalar(op, dtype, pa, s, po, n, stream); });
   });
 }
@@ -263,7 +269,8 @@ NDArray clip(const NDArray& x, double low, double high) {
   const std::int64_t n = x.size();
   detail::push_operation(kName, x.context(), {x.var()}, {y.var()}, [=](const RunContext& rc) {
     run_kernel(
-        rc, [=] { cpu_kernels::clip(dtype, in, low, high, out, n); },
+        rc, detail::elementwise_work(n, dtype, 2),
+        [=] { cpu_kernels::clip(dtype, in, low, high, out, n); },
         [=](void* stream) { gpu_kernels::clip(dtype, in, low, high, out, n, stream); });
   });
   detail::record_clip(x, low, high, y);
@@ -285,15 +292,19 @@ NDArray where(const NDArray& condition, const NDArray& x, const NDArray& y) {
   const void* py = y.raw_data();
   void* po = out.raw_data();
   const std::int64_t n = x.size();
-  detail::push_operation(kName, x.context(), {condition.var(), x.var(), y.var()}, {out.var()},
-                         [=](const RunContext& rc) {
-                           run_kernel(
-                               rc,
-                               [=] { cpu_kernels::where(cond_dtype, pc, dtype, px, py, po, n); },
-                               [=](void* stream) {
-                                 gpu_kernels::where(cond_dtype, pc, dtype, px, py, po, n, stream);
-                               });
-                         });
+  detail::push_operation(
+      kName, x.context(), {condition.var(), x.var(), y.var()}, {out.var()},
+      [=](const RunContext& rc) {
+        run_kernel(
+            rc,
+            detail::kernel_work(static_cast<double>(n),
+                                detail::bytes_of(n, cond_dtype) + 3 * detail::bytes_of(n, dtype),
+                                dtype),
+            [=] { cpu_kernels::where(cond_dtype, pc, dtype, px, py, po, n); },
+            [=](void* stream) {
+              gpu_kernels::where(cond_dtype, pc, dtype, px, py, po, n, stream);
+            });
+      });
   detail::record_where(condition, x, y, out);
   return out;
 }
@@ -332,7 +343,10 @@ NDArray NDArray::astype(DType dtype) const {
   if (n == 0) return out;
   detail::push_operation("cast", context(), {var()}, {out.var()}, [=](const RunContext& rc) {
     run_kernel(
-        rc, [=] { cpu_kernels::cast(from, dtype, in, data, n); },
+        rc,
+        detail::kernel_work(static_cast<double>(n),
+                            detail::bytes_of(n, from) + detail::bytes_of(n, dtype), dtype),
+        [=] { cpu_kernels::cast(from, dtype, in, data, n); },
         [=](void* stream) { gpu_kernels::cast(from, dtype, in, data, n, stream); });
   });
   // Between floating-point dtypes the gradient flows back, converted to the

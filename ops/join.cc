@@ -7,6 +7,7 @@
 #include "ops/autograd.h"
 #include "ops/detail/operator_checks.h"
 #include "ops/kernels/join_kernels.h"
+#include "ops/kernels/kernel_work.h"
 #include "ops/kernels/launch.h"
 #include "ops/transpose.h"
 
@@ -56,11 +57,12 @@ NDArray push_join(const char* op, std::span<const NDArray> arrays, const Shape& 
     plan->out_row_bytes += row_bytes;
   }
   void* data = out.raw_data();
+  const KernelWork work = detail::elementwise_work(out.size(), out.dtype(), 2, 0);
   detail::push_operation(
       op, out.context(), std::move(reads), {out.var()},
-      [plan = std::shared_ptr<const JoinPlan>(std::move(plan)), data](const RunContext& rc) {
+      [plan = std::shared_ptr<const JoinPlan>(std::move(plan)), data, work](const RunContext& rc) {
         detail::run_kernel(
-            rc, [plan, data] { detail::cpu_kernels::join(*plan, data); },
+            rc, work, [plan, data] { detail::cpu_kernels::join(*plan, data); },
             [plan, data](void* stream) { detail::gpu_kernels::join(*plan, data, stream); });
       });
   return out;

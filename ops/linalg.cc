@@ -8,6 +8,7 @@
 #include "ops/detail/operator_checks.h"
 #include "ops/kernels/float_staging.h"
 #include "ops/kernels/gemm_kernels.h"
+#include "ops/kernels/kernel_work.h"
 #include "ops/kernels/launch.h"
 #include "ops/transpose.h"
 
@@ -78,7 +79,7 @@ NDArray product(const char* name, const NDArray& a, const Shape& a3, const NDArr
   detail::push_operation(
       name, a.context(), {a.var(), b.var()}, {c.var()}, [=](const RunContext& rc) {
         detail::run_kernel(
-            rc,
+            rc, detail::gemm_work(plan, dtype),
             [=, ctx = rc.ctx] {
               detail::Float32Staging staging(ctx, dtype);
               detail::cpu_kernels::gemm(plan, staging.input(pa, a_size), staging.input(pb, b_size),

@@ -4,6 +4,7 @@
 
 #include "ops/detail/operator_checks.h"
 #include "ops/kernels/join_kernels.h"
+#include "ops/kernels/kernel_work.h"
 #include "ops/kernels/launch.h"
 
 namespace tagflow {
@@ -25,6 +26,7 @@ NDArray one_hot(const NDArray& indices, std::int64_t depth, double on_value, dou
   out_shape.push_back(depth);
   NDArray out(out_shape, dtype, indices.context());
   if (out.size() == 0) return out;
+  const std::int64_t out_size = out.size();
   const detail::OneHotParams params{
       .rows = indices.size(), .depth = depth, .on_value = on_value, .off_value = off_value};
   const DType index_dtype = indices.dtype();
@@ -33,7 +35,12 @@ NDArray one_hot(const NDArray& indices, std::int64_t depth, double on_value, dou
   detail::push_operation(
       kName, out.context(), {indices.var()}, {out.var()}, [=](const RunContext& rc) {
         detail::run_kernel(
-            rc, [=] { detail::cpu_kernels::one_hot(index_dtype, in, dtype, params, data); },
+            rc,
+            detail::kernel_work(
+                static_cast<double>(out_size),
+                detail::bytes_of(params.rows, index_dtype) + detail::bytes_of(out_size, dtype),
+                dtype),
+            [=] { detail::cpu_kernels::one_hot(index_dtype, in, dtype, params, data); },
             [=](void* stream) {
               detail::gpu_kernels::one_hot(index_dtype, in, dtype, params, data, stream);
             });

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "ops/detail/operator_checks.h"
+#include "ops/kernels/kernel_work.h"
 #include "ops/kernels/launch.h"
 #include "ops/kernels/optimizer_kernels.h"
 
@@ -70,7 +71,8 @@ void sgd_update(const NDArray& weight, const NDArray& grad, const NDArray& momen
   if (has_momentum) writes.push_back(momentum_state.var());
   detail::push_operation(kName, weight.context(), reads, writes, [=](const RunContext& rc) {
     detail::run_kernel(
-        rc, [=] { detail::cpu_kernels::sgd(step, w, g, m, n, skip); },
+        rc, detail::elementwise_work(n, DType::kFloat32, has_momentum ? 5 : 3, 3),
+        [=] { detail::cpu_kernels::sgd(step, w, g, m, n, skip); },
         [=](void* stream) { detail::gpu_kernels::sgd(step, w, g, m, n, skip, stream); });
   });
 }
@@ -109,7 +111,8 @@ void adam_update(const NDArray& weight, const NDArray& grad, const NDArray& mean
       kName, weight.context(), reads, {weight.var(), mean.var(), variance.var()},
       [=](const RunContext& rc) {
         detail::run_kernel(
-            rc, [=] { detail::cpu_kernels::adam(step, w, g, m, v, n, skip); },
+            rc, detail::elementwise_work(n, DType::kFloat32, 7, 12),
+            [=] { detail::cpu_kernels::adam(step, w, g, m, v, n, skip); },
             [=](void* stream) { detail::gpu_kernels::adam(step, w, g, m, v, n, skip, stream); });
       });
 }

@@ -5,6 +5,7 @@
 #include "ops/autograd.h"
 #include "ops/detail/operator_checks.h"
 #include "ops/kernels/float_staging.h"
+#include "ops/kernels/kernel_work.h"
 #include "ops/kernels/launch.h"
 #include "ops/kernels/pool_kernels.h"
 
@@ -77,7 +78,7 @@ NDArray backward(const PoolGeometry& g, const NDArray& x, const NDArray& y, cons
   detail::push_operation(
       "pool2d_backward", ctx, {x.var(), y.var(), dy.var()}, {dx.var()}, [=](const RunContext& rc) {
         run_kernel(
-            rc,
+            rc, detail::pool_work(g, dtype, 2, 2),
             [=, ctx = rc.ctx] {
               detail::Float32Staging staging(ctx, dtype);
               cpu_kernels::pool2d_backward(g, staging.input(px, x_size), staging.input(py, y_size),
@@ -106,7 +107,7 @@ NDArray pool2d(const NDArray& x, PoolType type, const Pool2DOptions& options) {
     const int device = x.context().index;
     detail::push_operation(name, x.context(), {x.var()}, {y.var()}, [=](const RunContext& rc) {
       run_kernel(
-          rc,
+          rc, detail::pool_work(g, dtype, 1, 1),
           [=, ctx = rc.ctx] {
             detail::Float32Staging staging(ctx, dtype);
             cpu_kernels::pool2d_forward(g, staging.input(px, x_size), staging.output(py, y_size));

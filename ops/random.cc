@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "ops/detail/operator_checks.h"
+#include "ops/kernels/kernel_work.h"
 #include "ops/kernels/launch.h"
 #include "ops/kernels/random_kernels.h"
 
@@ -115,7 +116,8 @@ void push_uniform(const NDArray& out, RandomDraw draw, UniformParams params) {
   if (n == 0) return;
   detail::push_operation(kUniform, out.context(), {}, {out.var()}, [=](const RunContext& rc) {
     run_kernel(
-        rc, [=] { cpu_kernels::random_uniform(draw, params, data, n); },
+        rc, detail::elementwise_work(n, DType::kFloat32, 1, 4),
+        [=] { cpu_kernels::random_uniform(draw, params, data, n); },
         [=](void* stream) { gpu_kernels::random_uniform(draw, params, data, n, stream); });
   });
 }
@@ -126,7 +128,8 @@ void push_normal(const NDArray& out, RandomDraw draw, NormalParams params) {
   if (n == 0) return;
   detail::push_operation(kNormal, out.context(), {}, {out.var()}, [=](const RunContext& rc) {
     run_kernel(
-        rc, [=] { cpu_kernels::random_normal(draw, params, data, n); },
+        rc, detail::elementwise_work(n, DType::kFloat32, 1, 8),
+        [=] { cpu_kernels::random_normal(draw, params, data, n); },
         [=](void* stream) { gpu_kernels::random_normal(draw, params, data, n, stream); });
   });
 }

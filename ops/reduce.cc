@@ -7,6 +7,7 @@
 #include "ops/creation.h"
 #include "ops/detail/operator_checks.h"
 #include "ops/elementwise.h"
+#include "ops/kernels/kernel_work.h"
 #include "ops/kernels/launch.h"
 #include "ops/kernels/reduce_kernels.h"
 
@@ -124,13 +125,20 @@ NDArray reduce(const char* name, ReduceOp op, const NDArray& x, std::span<const 
 
   NDArray out(reduced.out_shape, output_dtype(op, x.dtype()), x.context());
   if (out.size() == 0) return out;
+  const std::int64_t in_size = x.size();
+  const std::int64_t out_size = out.size();
+  const DType out_dtype = out.dtype();
   const detail::ReducePlan plan = detail::make_reduce_plan(x.shape(), reduced.flags);
   const DType dtype = x.dtype();
   const void* in = x.raw_data();
   void* po = out.raw_data();
   detail::push_operation(name, x.context(), {x.var()}, {out.var()}, [=](const RunContext& rc) {
     detail::run_kernel(
-        rc, [=] { detail::cpu_kernels::reduce(op, dtype, in, po, plan); },
+        rc,
+        detail::kernel_work(
+            static_cast<double>(in_size),
+            detail::bytes_of(in_size, dtype) + detail::bytes_of(out_size, out_dtype), dtype),
+        [=] { detail::cpu_kernels::reduce(op, dtype, in, po, plan); },
         [=](void* stream) { detail::gpu_kernels::reduce(op, dtype, in, po, plan, stream); });
   });
   if (is_floating(x.dtype()) && op != ReduceOp::kArgmax) {

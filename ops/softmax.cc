@@ -3,6 +3,7 @@
 #include "ops/autograd.h"
 #include "ops/detail/operator_checks.h"
 #include "ops/elementwise.h"
+#include "ops/kernels/kernel_work.h"
 #include "ops/kernels/launch.h"
 #include "ops/kernels/reduce_kernels.h"
 #include "ops/reduce.h"
@@ -24,12 +25,14 @@ NDArray push_softmax(const char* name, bool log_output, const NDArray& x, int ax
 
   NDArray out(x.shape(), x.dtype(), x.context());
   if (out.size() == 0) return out;
+  const std::int64_t out_size = out.size();
   const DType dtype = x.dtype();
   const void* in = x.raw_data();
   void* po = out.raw_data();
   detail::push_operation(name, x.context(), {x.var()}, {out.var()}, [=](const RunContext& rc) {
     detail::run_kernel(
-        rc, [=] { detail::cpu_kernels::softmax(log_output, dtype, in, po, shape); },
+        rc, detail::elementwise_work(out_size, dtype, 2, 5),
+        [=] { detail::cpu_kernels::softmax(log_output, dtype, in, po, shape); },
         [=](void* stream) {
           detail::gpu_kernels::softmax(log_output, dtype, in, po, shape, stream);
         });

@@ -4,6 +4,7 @@
 
 #include "ops/autograd.h"
 #include "ops/detail/operator_checks.h"
+#include "ops/kernels/kernel_work.h"
 #include "ops/kernels/launch.h"
 #include "ops/kernels/softmax_cross_entropy_kernels.h"
 
@@ -57,9 +58,15 @@ void push_forward(const CrossEntropyShape& shape, const NDArray& pred, const NDA
   if (stats.defined()) writes.push_back(stats.var());
   detail::push_operation(
       kName, pred.context(), {pred.var(), label.var()}, writes, [=](const RunContext& rc) {
+        const std::int64_t elements = shape.batch * shape.classes;
         const BadLabel bad_label = bad_label_policy(rc);
         run_kernel(
             rc,
+            detail::kernel_work(5.0 * static_cast<double>(elements),
+                                detail::bytes_of(elements, in.dtype) +
+                                    detail::bytes_of(shape.batch, in.label_dtype) +
+                                    detail::bytes_of(shape.batch, in.dtype),
+                                in.dtype),
             [=] { cpu_kernels::softmax_cross_entropy_forward(in, shape, bad_label, ploss, ps); },
             [=](void* stream) {
               gpu_kernels::softmax_cross_entropy_forward(in, shape, ploss, ps, stream);
@@ -82,9 +89,14 @@ NDArray backward(const CrossEntropyShape& shape, const NDArray& pred, const NDAr
   detail::push_operation(
       "softmax_cross_entropy_backward", pred.context(),
       {pred.var(), label.var(), stats.var(), dy.var()}, {grad.var()}, [=](const RunContext& rc) {
+        const std::int64_t elements = shape.batch * shape.classes;
         const BadLabel bad_label = bad_label_policy(rc);
         run_kernel(
             rc,
+            detail::kernel_work(5.0 * static_cast<double>(elements),
+                                2 * detail::bytes_of(elements, in.dtype) +
+                                    detail::bytes_of(shape.batch, in.label_dtype),
+                                in.dtype),
             [=] { cpu_kernels::softmax_cross_entropy_backward(in, ps, pdy, shape, bad_label, pg); },
             [=](void* stream) {
               gpu_kernels::softmax_cross_entropy_backward(in, ps, pdy, shape, pg, stream);

@@ -4,6 +4,7 @@
 
 #include "ops/autograd.h"
 #include "ops/detail/operator_checks.h"
+#include "ops/kernels/kernel_work.h"
 #include "ops/kernels/launch.h"
 #include "ops/kernels/transpose_kernels.h"
 
@@ -47,12 +48,14 @@ NDArray transpose(const NDArray& x, std::span<const int> axes) {
   }
   NDArray y(out, x.dtype(), x.context());
   if (x.ndim() == 0 || x.size() == 0) return y;
+  const std::int64_t n = x.size();
   const DType dtype = x.dtype();
   const void* source = x.raw_data();
   void* target = y.raw_data();
   detail::push_operation(kName, x.context(), {x.var()}, {y.var()}, [=](const RunContext& rc) {
     detail::run_kernel(
-        rc, [=] { detail::cpu_kernels::transpose(dtype, source, target, plan); },
+        rc, detail::elementwise_work(n, dtype, 2, 0),
+        [=] { detail::cpu_kernels::transpose(dtype, source, target, plan); },
         [=](void* stream) { detail::gpu_kernels::transpose(dtype, source, target, plan, stream); });
   });
   detail::record(kName, y, {&x}, [&] {

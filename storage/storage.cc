@@ -83,7 +83,10 @@ std::unique_ptr<Allocator> Storage::make_allocator(Context ctx) {
     case DeviceType::kGPU: {
       const GpuInfo& info = Engine::get().gpus()[static_cast<std::size_t>(ctx.index)];
       return std::make_unique<PooledAllocator>(
-          ctx, info.simulated ? make_host_memory(info.total_memory) : make_cuda_memory(ctx.index),
+          ctx,
+          !info.simulated    ? make_cuda_memory(ctx.index)
+          : info.timing_only ? make_untouched_memory(info.total_memory)
+                             : make_host_memory(info.total_memory),
           default_limit_, /*max_cached_block=*/0, &ReleaseGate::process());
     }
   }

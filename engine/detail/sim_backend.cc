@@ -31,7 +31,9 @@ class SimBackend final : public DeviceBackend {
            .total_memory = model ? model->memory_bytes : 0,
            .compute_major = 0,
            .compute_minor = 0,
-           .simulated = true});
+           .simulated = true,
+           .model = model ? model->name : std::string(),
+           .timing_only = model && timing_only});
     }
   }
   const std::vector<GpuInfo>& devices() const override { return devices_; }

@@ -18,8 +18,13 @@ class DeviceMemory {
 };
 
 /// Host memory aligned to 64 bytes (cpu(i), simulated GPUs, and pinned
-/// staging when no real GPU exists). `capacity` is reported as is.
+/// staging when no real GPU exists). A `capacity` other than 0 (a simulated
+/// GPU's) is enforced: allocations beyond it fail.
 std::unique_ptr<DeviceMemory> make_host_memory(std::uint64_t capacity = 0);
+/// Address space that is never touched (a timing-only simulated GPU, whose
+/// kernels do not run): reserved without committing memory, so that a
+/// modelled card's capacity fits on a small host. `capacity` as above.
+std::unique_ptr<DeviceMemory> make_untouched_memory(std::uint64_t capacity);
 /// Memory of CUDA device `device` (cudaMalloc). Throws DeviceError when
 /// tagflow was built without CUDA.
 std::unique_ptr<DeviceMemory> make_cuda_memory(int device);
