@@ -154,6 +154,35 @@ const LinkModel& DeviceModel::peer_link(int from, int to) const {
   return peer;
 }
 
+namespace {
+
+/// The slowest link of the ring gpus[0] -> gpus[1] -> ... -> gpus[0].
+LinkModel slowest_link(const DeviceModel& m, std::span<const int> gpus) {
+  LinkModel slowest = m.peer_link(gpus[0], gpus[1 % gpus.size()]);
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    const LinkModel& l = m.peer_link(gpus[i], gpus[(i + 1) % gpus.size()]);
+    slowest.bandwidth = std::min(slowest.bandwidth, l.bandwidth);
+    slowest.latency = std::max(slowest.latency, l.latency);
+  }
+  return slowest;
+}
+
+}  // namespace
+
+double DeviceModel::allreduce_seconds(std::span<const int> gpus, double bytes) const {
+  const auto n = static_cast<double>(gpus.size());
+  if (gpus.size() < 2) return launch_latency;
+  const LinkModel link = slowest_link(*this, gpus);
+  return launch_latency + 2 * (n - 1) * (link.latency + bytes / (n * link.bandwidth));
+}
+
+double DeviceModel::broadcast_seconds(std::span<const int> gpus, double bytes) const {
+  const auto n = static_cast<double>(gpus.size());
+  if (gpus.size() < 2) return launch_latency;
+  const LinkModel link = slowest_link(*this, gpus);
+  return launch_latency + (n - 1) * link.latency + bytes / link.bandwidth;
+}
+
 std::vector<std::string> DeviceModel::builtin_names() { return {"h100-sxm", "a100-sxm", "l4"}; }
 
 DeviceModel DeviceModel::builtin(std::string_view name) {

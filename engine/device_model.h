@@ -37,6 +37,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -108,6 +109,16 @@ struct DeviceModel {
   double kernel_seconds(const KernelWork& work) const;
   /// The link from gpu(from) to gpu(to).
   const LinkModel& peer_link(int from, int to) const;
+  /// Seconds of an all-reduce of `bytes` over `gpus` as NCCL's ring runs
+  /// it: 2(n-1) steps, each sending bytes/n to the next GPU of the ring at
+  /// once, as fast as the ring's slowest link allows, plus one launch:
+  ///   launch + 2(n-1) · (latency + bytes / (n · bandwidth)).
+  /// Its bus bandwidth (NCCL's busbw, algbw · 2(n-1)/n) tends to the
+  /// slowest link's bandwidth for large messages.
+  double allreduce_seconds(std::span<const int> gpus, double bytes) const;
+  /// Seconds of a broadcast of `bytes` from the first of `gpus` along the
+  /// ring, pipelined: launch + (n-1) · latency + bytes / bandwidth.
+  double broadcast_seconds(std::span<const int> gpus, double bytes) const;
 
   /// A built-in profile by name; throws tagflow::Error listing the names for
   /// an unknown one.

@@ -72,6 +72,7 @@
 #include "nn/dist/communication_error.h"
 #include "nn/dist/gradient_aggregator.h"
 #include "nn/dist/process_group.h"
+#include "nn/dist/ring_aggregator.h"
 
 // nn: blocks, losses, optimisation
 #include "nn/amp.h"

@@ -67,6 +67,16 @@ void SimStream::enqueue_work(std::int64_t duration_ns, HostFunction fn) {
              .duration_ns = duration_ns});
 }
 
+void SimStream::enqueue_collective(std::shared_ptr<sim::Collective> collective) {
+  const int device = context().index;
+  check_not_in_host_work("collective launch");
+  if (std::exception_ptr fault = sim::device_fault(device)) [[unlikely]]
+    std::rethrow_exception(fault);
+  push_item({.type = Item::Type::kCollective,
+             .issued_ns = issue_time(),
+             .collective = std::move(collective)});
+}
+
 void SimStream::enqueue_timestamp(std::int64_t* out) {
   // An event, not a kernel: any thread may record it.
   check_not_in_host_work("cudaEventRecord (profiler timestamp)");
@@ -185,6 +195,16 @@ void SimStream::run() {
         } catch (...) {
           sim::set_device_fault(device, std::current_exception());
         }
+        break;
+      case Item::Type::kCollective:
+        // Even a lost device meets its peers: they must not wait for ever.
+        try {
+          const sim::HostWorkScope host_work;
+          now_ns_ = item.collective->meet(now_ns_, timing_only);
+        } catch (...) {
+          sim::set_device_fault(device, std::current_exception());
+        }
+        item.collective.reset();
         break;
       case Item::Type::kTimestamp:
         // A lost device times nothing, as a real one's events fail.

@@ -21,11 +21,13 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "engine/detail/model_clock.h"
+#include "engine/detail/sim_collective.h"
 #include "engine/stream.h"
 
 namespace tagflow::detail {
@@ -50,12 +52,15 @@ class SimStream final : public Stream {
   /// `duration_ns` of modelled time; `fn` is skipped on a timing-only GPU.
   /// Checked as enqueue_host is.
   void enqueue_work(std::int64_t duration_ns, HostFunction fn);
+  /// Enqueues this stream's part of `collective` (sim_collective.h),
+  /// checked as enqueue_host is.
+  void enqueue_collective(std::shared_ptr<sim::Collective> collective);
   /// The device model's clock, or null.
   sim::ModelClock* model_clock() const { return clock_; }
 
  private:
   struct Item {
-    enum class Type { kHost, kWork, kMark, kWait, kTimestamp } type;
+    enum class Type { kHost, kWork, kMark, kWait, kTimestamp, kCollective } type;
     HostFunction fn;              // kHost, kWork
     std::uint64_t seq = 0;        // kMark: this stream's mark; kWait: other's
     Stream* other = nullptr;      // kWait
@@ -63,6 +68,7 @@ class SimStream final : public Stream {
     /// Modelled: the issuing thread's clock, and how long kWork lasts.
     std::int64_t issued_ns = 0;
     std::int64_t duration_ns = 0;
+    std::shared_ptr<sim::Collective> collective;  // kCollective
   };
   /// Marks whose modelled times are kept exactly; an older mark reads the
   /// time of a later one (an upper bound: times only grow).

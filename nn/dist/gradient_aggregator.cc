@@ -4,7 +4,9 @@
 #include <map>
 #include <vector>
 
+#include "engine/engine.h"
 #include "nn/dist/nccl_aggregator.h"
+#include "nn/dist/ring_aggregator.h"
 #include "ops/device.h"
 #include "ops/elementwise.h"
 #include "ops/priority.h"
@@ -56,13 +58,28 @@ class LocalAggregator final : public GradientAggregator {
   void allreduce(std::span<const NDArray> copies, int key) override {
     if (copies.size() > 1 && nccl_available() && on_real_gpus(copies)) {
       clique(copies).allreduce(copies, key);
+    } else if (copies.size() > 1 && on_modelled_gpus(copies)) {
+      ring_.allreduce(copies, key);
     } else {
       device_.allreduce(copies, key);
     }
   }
-  std::string name() const override { return nccl_available() ? "nccl or device" : "device"; }
+  std::string name() const override {
+    if (Engine::get().config().sim_model) return "ring or device";
+    return nccl_available() ? "nccl or device" : "device";
+  }
 
  private:
+  /// Simulated GPUs keeping modelled time (TAGFLOW_SIM_GPUS=N:MODEL): NCCL's
+  /// arrangement, timed as its ring (Note [Collectives on simulated GPUs]).
+  static bool on_modelled_gpus(std::span<const NDArray> copies) {
+    const auto& gpus = Engine::get().gpus();
+    return std::all_of(copies.begin(), copies.end(), [&](const NDArray& a) {
+      const Context ctx = a.context();
+      return ctx.is_gpu() && static_cast<std::size_t>(ctx.index) < gpus.size() &&
+             !gpus[static_cast<std::size_t>(ctx.index)].model.empty();
+    });
+  }
   static bool on_real_gpus(std::span<const NDArray> copies) {
     return std::all_of(copies.begin(), copies.end(),
                        [](const NDArray& a) { return is_real_gpu(a.context()); });
@@ -83,6 +100,7 @@ class LocalAggregator final : public GradientAggregator {
   }
 
   DeviceAggregator device_;
+  RingAggregator ring_;
   std::map<std::vector<int>, std::unique_ptr<NcclAggregator>> cliques_;
 };
 

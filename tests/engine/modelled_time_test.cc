@@ -20,6 +20,8 @@
 #include <gtest/gtest.h>
 
 #include "engine/config.h"
+#include "engine/detail/model_clock.h"
+#include "engine/detail/sim_collective.h"
 #include "engine/detail/sim_runtime.h"
 #include "engine/device_model.h"
 #include "engine/engine.h"
@@ -207,6 +209,45 @@ TEST_P(ModelledTimeTest, RepeatedRunsGiveTheSameTimes) {
   const auto second = spans(build);
   EXPECT_EQ(first, second);
   EXPECT_EQ(first.size(), 50u);
+}
+
+TEST_P(ModelledTimeTest, ARingAllReduceStartsWithItsLastPartAndLastsTheRingsTime) {
+  // gpu(i) first computes for (i + 1) ms, so the parts arrive at 1, 2, 3 and
+  // 4 ms (+1 us each); the all-reduce of 4e7 bytes over the ring 0-1-2-3-0
+  // then takes 1 us + 2·3·(1 us + 4e7 / (4 · 50 GB/s)) = 1.207 ms on every
+  // GPU, and what follows it on each GPU starts when it ends.
+  std::atomic<int> combined{0};
+  const std::vector<int> ring = {0, 1, 2, 3};
+  const double seconds = test_card().allreduce_seconds(ring, 4e7);
+  EXPECT_NEAR(seconds, 1.207e-3, 1e-12);
+  auto collective = std::make_shared<detail::sim::Collective>(
+      4, detail::sim::ModelClock::to_ns(seconds), [&combined] { ++combined; });
+  std::vector<VarHandle> grads;
+  for (int i = 0; i < 4; ++i) grads.push_back(engine_->new_var());
+  const auto t = spans([&](Engine& e) {
+    for (int i = 0; i < 4; ++i) {
+      kernel(e, intern_name(fmt::format("backward {}", i)), gpu(i), {}, {grads[i]},
+             {.flops = 1e9 * (i + 1)});
+    }
+    for (int i = 0; i < 4; ++i) {
+      e.push({.name = intern_name(fmt::format("allreduce {}", i)),
+              .ctx = gpu(i),
+              .writes = {grads[i]},
+              .fn = [collective](const RunContext& rc) {
+                detail::sim::enqueue_collective(*rc.stream, collective);
+              }});
+    }
+    for (int i = 0; i < 4; ++i) {
+      kernel(e, intern_name(fmt::format("update {}", i)), gpu(i), {grads[i]}, {});
+    }
+  });
+  EXPECT_EQ(combined.load(), 1);
+  for (int i = 0; i < 4; ++i) {
+    const std::int64_t arrived = (i + 1) * 1'000'000 + 1'000;
+    EXPECT_EQ(t.at(fmt::format("allreduce {}", i)), Span(arrived, 4'001'000 + 1'207'000)) << i;
+    EXPECT_EQ(t.at(fmt::format("update {}", i)), Span(5'208'000, 5'208'000 + kKernelNs)) << i;
+  }
+  for (VarHandle v : grads) engine_->delete_var(v);
 }
 
 TEST_P(ModelledTimeTest, TimingOnlyGpusSkipKernelsAndRefuseHostReads) {
