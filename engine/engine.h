@@ -173,6 +173,19 @@ class Engine {
   virtual std::string device_status() const = 0;
   /// Number of GPUs (real or simulated).
   int num_gpus() const { return static_cast<int>(gpus().size()); }
+  /// On simulated GPUs with a device model (TAGFLOW_SIM_GPUS=N:MODEL): the
+  /// calling thread's modelled time in nanoseconds, which moves only when
+  /// it waits for modelled work (Note [Modelled time] in
+  /// engine/device_model.h); -1 without a device model. The span between
+  /// two readings around a wait_for_all() is what the work took on the
+  /// modelled GPUs:
+  ///
+  ///   engine.wait_for_all();
+  ///   const std::int64_t start = engine.modelled_time_ns();
+  ///   ... push a training step ...
+  ///   engine.wait_for_all();
+  ///   const double step_seconds = (engine.modelled_time_ns() - start) * 1e-9;
+  virtual std::int64_t modelled_time_ns() const = 0;
 
  protected:
   Engine() = default;

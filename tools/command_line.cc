@@ -25,6 +25,7 @@
 #include "tools/selftest.h"
 #include "tools/stress.h"
 #include "tools/train.h"
+#include "tools/train_prediction.h"
 
 namespace tagflow::tools {
 
@@ -632,6 +633,10 @@ int run_train_command(TrainOptions options, double dist_timeout) {
     }
     return e.signal() > 0 ? 128 + e.signal() : 0;
   };
+  if (timing_only_devices(options.devices)) {
+    (void)predict_training(options);  // Note [Predicted training]
+    return 0;
+  }
   if (options.dist == "none") {
     try {
       (void)run_train(options);

@@ -128,8 +128,9 @@ std::string track_of(const profiler::Trace& trace, const OpEvent& e) {
 }
 
 OpKind kind_of(const OpEvent& e) {
-  if (is_copy(e)) return OpKind::kCopy;
-  return e.priority >= kCommunicationPriority ? OpKind::kCommunication : OpKind::kCompute;
+  // A gradient sum is communication on whichever queue it runs.
+  if (e.priority >= kCommunicationPriority) return OpKind::kCommunication;
+  return is_copy(e) ? OpKind::kCopy : OpKind::kCompute;
 }
 
 profiler::Trace parse_chrome_trace(const std::string& text) {

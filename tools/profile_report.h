@@ -33,7 +33,8 @@
 // - Time per device (Holistic Trace Analysis' temporal breakdown): over the
 //   span, the union of its compute operations' busy intervals, of its
 //   copies, and of its communication (operations pushed at
-//   kCommunicationPriority, the gradient sums); an asynchronous operation's
+//   kCommunicationPriority, the gradient sums, on whichever queue: a sum's
+//   copy is communication here, not a copy); an asynchronous operation's
 //   time in flight counts as its kind's (a collective's as communication);
 //   how much of copies and communication ran while it computed; and idle,
 //   the span outside all three. Each idle stretch is charged to the

@@ -23,6 +23,7 @@
 #include "tools/profile_merge.h"
 #include "tools/progress_line.h"
 #include "tools/stop_on_signals.h"
+#include "tools/train_prediction.h"
 
 namespace tagflow::tools {
 
@@ -32,16 +33,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-/// The tutorials' transform: ToTensor, then Normalize(0.13, 0.31).
-data::Dataset fashion_mnist(const std::filesystem::path& dir, bool train, std::int64_t limit) {
-  namespace T = data::transforms;
-  data::Dataset images = data::FashionMNIST(dir, train);
-  if (limit > 0 && limit < images.size()) {
-    images = data::Dataset(limit, [images](std::int64_t i) { return images.get(i); });
-  }
-  return images.transform_first(T::Compose({T::ToTensor(), T::Normalize(0.13f, 0.31f)}));
 }
 
 /// Samples of `batch` whose largest score is at the label, as a float32
@@ -191,21 +182,54 @@ std::string devices_text(const std::vector<Context>& devices) {
 
 }  // namespace
 
+/// The tutorials' transform: ToTensor, then Normalize(0.13, 0.31).
+data::Dataset fashion_mnist(const std::filesystem::path& dir, bool train, std::int64_t limit) {
+  namespace T = data::transforms;
+  data::Dataset images = data::FashionMNIST(dir, train);
+  if (limit > 0 && limit < images.size()) {
+    images = data::Dataset(limit, [images](std::int64_t i) { return images.get(i); });
+  }
+  return images.transform_first(T::Compose({T::ToTensor(), T::Normalize(0.13f, 0.31f)}));
+}
+
 std::vector<Context> parse_devices(const std::string& text, const char* command) {
   if (text == "all") return try_all_gpus();
   std::vector<Context> devices;
   std::size_t begin = 0;
   while (begin <= text.size()) {
     const std::size_t end = std::min(text.find(',', begin), text.size());
-    const Context c = Context::parse(text.substr(begin, end - begin));
-    TAGFLOW_CHECK(std::find(devices.begin(), devices.end(), c) == devices.end(),
-                  "{}: the device {} is listed twice in \"{}\"", command, c.str(), text);
-    TAGFLOW_CHECK(!c.is_cpu_pinned(),
-                  "{}: {} is pinned host memory for transfers, not a device to run on; "
-                  "expected cpu:N or gpu:N",
-                  command, c.str());
-    check_device(c);
-    devices.push_back(c);
+    std::string item = text.substr(begin, end - begin);
+    // "gpu:0..7": a range of one device type.
+    int last = -1;
+    if (const std::size_t dots = item.find(".."); dots != std::string::npos) {
+      const std::string upper = item.substr(dots + 2);
+      item.resize(dots);
+      std::size_t used = 0;
+      try {
+        last = std::stoi(upper, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      TAGFLOW_CHECK(used == upper.size() && used > 0 && last >= 0,
+                    "{}: expected a range such as gpu:0..7, got \"{}\"", command,
+                    text.substr(begin, end - begin));
+    }
+    const Context first = Context::parse(item);
+    if (last < 0) last = first.index;
+    TAGFLOW_CHECK(last >= first.index && last - first.index < 1024,
+                  "{}: expected a range such as gpu:0..7 (first index up to last), got \"{}\"",
+                  command, text.substr(begin, end - begin));
+    for (int index = first.index; index <= last; ++index) {
+      const Context c{first.type, index};
+      TAGFLOW_CHECK(std::find(devices.begin(), devices.end(), c) == devices.end(),
+                    "{}: the device {} is listed twice in \"{}\"", command, c.str(), text);
+      TAGFLOW_CHECK(!c.is_cpu_pinned(),
+                    "{}: {} is pinned host memory for transfers, not a device to run on; "
+                    "expected cpu:N or gpu:N",
+                    command, c.str());
+      check_device(c);
+      devices.push_back(c);
+    }
     begin = end + 1;
   }
   return devices;
@@ -356,7 +380,17 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
   if (!options.profile.empty()) check_output_file(profile_file, "train: --profile");
   profiler::set_rank(rank, process_count);
   for (Context c : options.devices) check_device(c);
+  TAGFLOW_CHECK(!timing_only_devices(options.devices),
+                "train: timing-only GPUs compute no values to train on: predict_training "
+                "(tools/train_prediction.h) runs their steps, as `tagflow train` does for them");
   const std::vector<Context>& devices = options.devices;
+  // Every device a simulated GPU keeping modelled time: each epoch also
+  // says what the model predicts (Note [Modelled time] in engine/device_model.h).
+  const bool modelled = std::all_of(devices.begin(), devices.end(), [](Context c) {
+    return c.is_gpu() && !Engine::get().gpus()[static_cast<std::size_t>(c.index)].model.empty();
+  });
+  const std::string model_name =
+      modelled ? Engine::get().gpus()[static_cast<std::size_t>(devices[0].index)].model : "";
   // Several devices whose kernels run on the host (cpu(i), simulated GPUs)
   // call the BLAS at once; OpenBLAS runs concurrent multithreaded calls one
   // after the other, so each device's calls get one thread instead.
@@ -555,6 +589,9 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
   for (int epoch = first_epoch; epoch < options.epochs; ++epoch) {
     for (Context c : devices) reset_peak_memory(c);
     const Clock::time_point start = Clock::now();
+    // On GPUs keeping modelled time: where the host stands in it (it has
+    // waited for everything before), for the epoch's prediction.
+    const std::int64_t modelled_start = modelled ? Engine::get().modelled_time_ns() : -1;
     // Loss and accuracy stay on the device until the epoch ends (one wait
     // per epoch, not per batch). The host runs one batch ahead of the
     // devices (Note [Batches in flight]).
@@ -685,6 +722,14 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
     result.seconds = seconds_since(start);
     result.images_per_second =
         (totals[2] - static_cast<double>(restored_samples * process_count)) / result.seconds;
+    if (modelled) {  // the sums above waited for the epoch's last batch
+      const double modelled_seconds =
+          static_cast<double>(Engine::get().modelled_time_ns() - modelled_start) * 1e-9;
+      if (modelled_seconds > 0) {
+        result.predicted_images_per_second =
+            static_cast<double>(samples - restored_samples) / modelled_seconds;
+      }
+    }
     for (Context c : devices) result.peak_bytes = std::max(result.peak_bytes, memory_stats(c).peak);
     if (trainer.loss_scale().defined()) {
       result.loss_scale = trainer.loss_scale().asscalar<float>();
@@ -713,21 +758,30 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
     } else if (options.json) {
       fmt::print(
           "{{\"epoch\":{},\"loss\":{:.6f},\"train_accuracy\":{:.6f},\"test_accuracy\":{:.6f},"
-          "\"seconds\":{:.4f},\"images_per_second\":{:.1f},\"peak_bytes\":{}{}}}\n",
+          "\"seconds\":{:.4f},\"images_per_second\":{:.1f},\"peak_bytes\":{}{}{}}}\n",
           epoch + 1, result.loss, result.train_accuracy, result.test_accuracy, result.seconds,
           result.images_per_second, result.peak_bytes,
           result.loss_scale > 0 ? fmt::format(",\"loss_scale\":{},\"skipped_updates\":{}",
                                               result.loss_scale, result.skipped_updates)
-                                : "");
+                                : "",
+          result.predicted_images_per_second > 0
+              ? fmt::format(",\"predicted_images_per_second\":{:.1f}",
+                            result.predicted_images_per_second)
+              : "");
     } else {
       fmt::print(
           "epoch {:>2}/{}: loss {:.4f}, train acc {:.4f}, test acc {:.4f}, {:.1f} s, {:.0f} "
-          "images/s, peak {:.1f} MB{}\n",
+          "images/s, peak {:.1f} MB{}{}\n",
           epoch + 1, options.epochs, result.loss, result.train_accuracy, result.test_accuracy,
           result.seconds, result.images_per_second, static_cast<double>(result.peak_bytes) / 1e6,
           result.loss_scale > 0 ? fmt::format(", loss scale {} ({} updates skipped)",
                                               result.loss_scale, result.skipped_updates)
-                                : "");
+                                : "",
+          result.predicted_images_per_second > 0
+              ? fmt::format("; predicted {:.0f} images/s on the modelled {} (a model, not a "
+                            "measurement)",
+                            result.predicted_images_per_second, model_name)
+              : "");
     }
     std::fflush(stdout);
     results.push_back(result);

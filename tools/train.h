@@ -11,6 +11,7 @@
 
 #include "engine/error.h"
 #include "nn/block.h"
+#include "nn/data/dataset.h"
 #include "nn/dist/mpi_communicator.h"
 #include "nn/lr_schedule.h"
 #include "tools/progress_line.h"
@@ -105,7 +106,8 @@ struct TrainOptions {
 };
 
 /// The device list of `--devices`: "all" (every GPU, else cpu(0)) or names
-/// separated by commas, e.g. "gpu:0,gpu:1" or "cpu:0,cpu:1". Throws
+/// separated by commas, e.g. "gpu:0,gpu:1" or "cpu:0,cpu:1", where a name
+/// may be a range ("gpu:0..7" is gpu(0) to gpu(7)). Throws
 /// tagflow::Error for a malformed or repeated name, DeviceError for a device
 /// that does not exist.
 std::vector<Context> parse_devices(const std::string& text, const char* command = "train");
@@ -114,6 +116,10 @@ std::vector<Context> parse_devices(const std::string& text, const char* command 
 /// not yet initialized. Throws
 /// tagflow::Error for another name.
 std::shared_ptr<nn::Sequential> build_model(const std::string& name);
+/// Fashion-MNIST from `dir` (its training or test set, the first `limit`
+/// images when limit > 0) with the tutorials' transform: ToTensor, then
+/// Normalize(0.13, 0.31).
+data::Dataset fashion_mnist(const std::filesystem::path& dir, bool train, std::int64_t limit);
 /// How `tagflow train` initialises that network: Xavier, or Normal(0.01)
 /// for resnet18 (as the tutorials' multi-GPU chapter).
 init::InitializerPtr model_initializer(const std::string& name);
@@ -151,6 +157,9 @@ struct EpochResult {
   /// so far; 0 otherwise.
   double loss_scale = 0;
   std::int64_t skipped_updates = 0;
+  /// On simulated GPUs keeping modelled time: the images per second the
+  /// device model predicts for the epoch's training; 0 otherwise.
+  double predicted_images_per_second = 0;
 };
 
 /// run_train stopped where it was asked to (a signal, or

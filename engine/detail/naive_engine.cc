@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "engine/detail/model_clock.h"
 #include "engine/detail/operation_state.h"
 #include "engine/detail/stall_watch.h"
 #include "engine/detail/worker_pool.h"
@@ -478,6 +479,11 @@ void NaiveEngine::wait_for_all() {
     all_waiters_.fetch_sub(1, std::memory_order_relaxed);
   }
   if (std::exception_ptr error = errors_.close(window)) std::rethrow_exception(error);
+}
+
+std::int64_t NaiveEngine::modelled_time_ns() const {
+  const sim::ModelClock* clock = backend_->model_clock();
+  return clock != nullptr ? clock->host_now() : -1;
 }
 
 }  // namespace tagflow::detail

@@ -73,6 +73,7 @@ class NaiveEngine final : public Engine, public EngineCore {
   DependencyState dependency_state() override;
   const EngineConfig& config() const override { return config_; }
   const std::vector<GpuInfo>& gpus() const override { return backend_->devices(); }
+  std::int64_t modelled_time_ns() const override;
   std::string device_status() const override { return backend_->status(); }
   void complete_async(OpBlock* op, std::exception_ptr error) override;
   bool finish_pending(std::chrono::milliseconds stall) override;

@@ -168,6 +168,7 @@ class ThreadedEngine final : public Engine, public EngineCore {
   DependencyState dependency_state() override;
   const EngineConfig& config() const override { return config_; }
   const std::vector<GpuInfo>& gpus() const override { return backend_->devices(); }
+  std::int64_t modelled_time_ns() const override;
   std::string device_status() const override { return backend_->status(); }
 
   /// Runs `op` on worker `index` of `pool`; returns a follower to run next

@@ -11,6 +11,10 @@
 
 namespace tagflow::detail {
 
+std::int64_t ThreadedEngine::modelled_time_ns() const {
+  return model_ != nullptr ? model_->host_now() : -1;
+}
+
 void ThreadedEngine::note_modelled_issue(const OpBlock& op) {
   const std::int64_t issued = model_->host_now();
   if (issued <= 0) return;  // a pusher that never waited issues at 0

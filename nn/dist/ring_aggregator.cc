@@ -81,6 +81,7 @@ void RingAggregator::allreduce(std::span<const NDArray> copies, int key) {
                         .ctx = copies[i].context(),
                         .writes = {copies[i].var(), order->second},
                         .priority = current_priority(),
+                        .queue = queue_,
                         .fn = [collective](const RunContext& rc) {
                           detail::sim::enqueue_collective(*rc.stream, collective);
                         }});

@@ -6,11 +6,15 @@
 // make_local_aggregator() picks it for parameters on simulated GPUs that
 // keep modelled time (TAGFLOW_SIM_GPUS=N:MODEL).
 //
-//   dist::RingAggregator ring;
+//   dist::RingAggregator ring;                   // on each GPU's copy stream
 //   ring.allreduce(param->list_grad(), index);   // returns at once
+//   dist::RingAggregator inline_ring(QueueKind::kCompute);  // as NcclAggregator runs
 //
 // Note [Collectives on simulated GPUs]
-// allreduce() pushes one operation per GPU, on its compute queue, writing
+// allreduce() pushes one operation per GPU, on its copy queue (a stream of
+// its own, as frameworks run NCCL, so that sums overlap backward; or on the
+// compute queue, in stream order with the kernels, as NcclAggregator does
+// on real GPUs), writing
 // the gradient there and the GPU's order variable (so every GPU issues its
 // collectives in the order allreduce() was called), with
 // kCommunicationPriority. Each operation enqueues its part of one
@@ -35,7 +39,9 @@ namespace tagflow::dist {
 
 class RingAggregator final : public GradientAggregator {
  public:
-  RingAggregator() = default;
+  /// Collectives on each GPU's `queue`: the copy stream (default) overlaps
+  /// them with compute; the compute stream orders them with the kernels.
+  explicit RingAggregator(QueueKind queue = QueueKind::kCopy) : queue_(queue) {}
   ~RingAggregator() override;
   RingAggregator(const RingAggregator&) = delete;
   RingAggregator& operator=(const RingAggregator&) = delete;
@@ -48,6 +54,7 @@ class RingAggregator final : public GradientAggregator {
  private:
   /// Per GPU, the order its collectives are issued in.
   std::map<int, VarHandle> order_;
+  QueueKind queue_;
 };
 
 }  // namespace tagflow::dist

@@ -137,6 +137,9 @@ TEST(TrainTest, DeviceListsAreParsedOrRefusedClearly) {
   EXPECT_EQ(tools::parse_devices("cpu:0,cpu:1"), (std::vector<Context>{cpu(0), cpu(1)}));
   EXPECT_EQ(tools::parse_devices("gpu:1,cpu:0"), (std::vector<Context>{gpu(1), cpu(0)}));
   EXPECT_EQ(tools::parse_devices("all"), try_all_gpus());
+  EXPECT_EQ(tools::parse_devices("gpu:1..3"), (std::vector<Context>{gpu(1), gpu(2), gpu(3)}));
+  EXPECT_EQ(tools::parse_devices("cpu:0,gpu:0..1"), (std::vector<Context>{cpu(0), gpu(0), gpu(1)}));
+  EXPECT_EQ(tools::parse_devices("gpu:2..2"), (std::vector<Context>{gpu(2)}));
   auto error_of = [](const std::string& text) {
     return testing::error_of([&] { (void)tools::parse_devices(text); });
   };
@@ -145,6 +148,11 @@ TEST(TrainTest, DeviceListsAreParsedOrRefusedClearly) {
   EXPECT_NE(error_of("tpu:0").find("expected"), std::string::npos) << error_of("tpu:0");
   EXPECT_NE(error_of("gpu:7").find("gpu(7)"), std::string::npos) << error_of("gpu:7");
   EXPECT_NE(error_of("cpu_pinned:0").find("not a device to run on"), std::string::npos);
+  EXPECT_NE(error_of("gpu:2..1").find("first index up to last"), std::string::npos);
+  EXPECT_NE(error_of("gpu:0..x").find("expected a range"), std::string::npos);
+  EXPECT_NE(error_of("gpu:0..").find("expected a range"), std::string::npos);
+  EXPECT_NE(error_of("gpu:0..9").find("gpu(4)"), std::string::npos) << error_of("gpu:0..9");
+  EXPECT_NE(error_of("gpu:0..1,gpu:1").find("gpu(1) is listed twice"), std::string::npos);
   tools::TrainOptions options = small_run();
   options.devices = {cpu(0), cpu(1)};
   options.batch_size = 1;
