@@ -95,6 +95,14 @@ EngineConfig EngineConfig::from_env() {
     }
   }
   c.cpu_workers = env_int("TAGFLOW_CPU_WORKERS", c.cpu_workers, 1, 1024);
+  if (const char* text = env("TAGFLOW_SCHEDULE")) {
+    c.schedule = ScheduleOptions::parse(text);
+    if (c.schedule.controlled() && env("TAGFLOW_ENGINE") == nullptr) c.kind = EngineKind::kNaive;
+  }
+  if (const char* path = env("TAGFLOW_SCHEDULE_RECORD")) {
+    c.schedule.record = path;
+    if (env("TAGFLOW_ENGINE") == nullptr) c.kind = EngineKind::kNaive;
+  }
   if (const char* text = env("TAGFLOW_SIM_GPUS")) c.set_sim_gpus(text);
   c.worker_spin = env_int("TAGFLOW_WORKER_SPIN", c.worker_spin, 0, 100'000'000);
   c.max_pending = env_int("TAGFLOW_MAX_PENDING_OPS", c.max_pending, 0, 1 << 30);
@@ -219,6 +227,8 @@ std::vector<std::pair<std::string, std::string>> EngineConfig::describe() const 
        exit_timeout_seconds > 0 ? fmt::format("{}", exit_timeout_seconds) : "0 (no wait)"},
       {"TAGFLOW_CONV_TF32", to_string(conv_tf32)},
       {"TAGFLOW_CPU_CONV", to_string(cpu_conv)},
+      {"TAGFLOW_SCHEDULE", schedule.str()},
+      {"TAGFLOW_SCHEDULE_RECORD", schedule.record.empty() ? "(none)" : schedule.record.string()},
       {"TAGFLOW_LOG_LEVEL", log_level},
   };
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/device_model.h"
+#include "engine/schedule.h"
 
 namespace tagflow {
 
@@ -79,6 +80,12 @@ struct EngineConfig {
   /// Winograd's where faster), "direct" (oneDNN without Winograd's) or
   /// "im2col" (always lowered to OpenBLAS products).
   CpuConv cpu_conv = CpuConv::kAuto;
+  /// TAGFLOW_SCHEDULE ("random:SEED", "pct:SEED[:DEPTH[:STEPS]]",
+  /// "replay:FILE") and TAGFLOW_SCHEDULE_RECORD (a file): a controlled
+  /// schedule (Note [Controlled schedules] in engine/schedule.h), run by the
+  /// naive engine, which TAGFLOW_SCHEDULE selects unless TAGFLOW_ENGINE says
+  /// otherwise (threaded with a schedule is refused).
+  ScheduleOptions schedule;
   /// TAGFLOW_LOG_LEVEL: trace, debug, info, warn, error, critical or off.
   std::string log_level = "warn";
 

@@ -97,6 +97,11 @@ std::unique_ptr<Engine> make_engine(const EngineConfig& config) {
                 config.cpu_workers);
   TAGFLOW_CHECK(config.sim_gpus >= 0, "make_engine: expected sim_gpus >= 0, got {}",
                 config.sim_gpus);
+  TAGFLOW_CHECK(config.kind == EngineKind::kNaive || !config.schedule.controlled(),
+                "make_engine: a controlled schedule ({}) runs on the naive engine, one operation "
+                "at a time (Note [Controlled schedules]); expected TAGFLOW_ENGINE=naive, got "
+                "threaded",
+                config.schedule.str());
   if (config.kind == EngineKind::kNaive) return std::make_unique<detail::NaiveEngine>(config);
   return std::make_unique<detail::ThreadedEngine>(config);
 }

@@ -111,6 +111,7 @@ void OperationState::run_callback(Callback& callback) const noexcept {
 
 void OperationState::wait() const {
   check_not_inside_operation("OperationHandle::wait");
+  if (!done() && runner_ != nullptr) runner_(runner_engine_, *this);
   if (!done()) {
     if (fork_check_.forked()) [[unlikely]]
       throw_fork_error("OperationHandle::wait");

@@ -19,6 +19,7 @@
 #include "engine/operation.h"
 #include "engine/operation_handle.h"
 #include "engine/profiler.h"
+#include "engine/schedule.h"
 #include "engine/small_vector.h"
 #include "engine/splitmix.h"
 #include "engine/stream.h"

@@ -1,9 +1,11 @@
 #include "engine/detail/naive_engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 
 #include <spdlog/spdlog.h>
 
@@ -16,7 +18,9 @@
 namespace tagflow::detail {
 
 NaiveEngine::NaiveEngine(const EngineConfig& config)
-    : config_(config), backend_(make_device_backend(config)) {}
+    : config_(config), backend_(make_device_backend(config)) {
+  if (config_.schedule.controlled()) scheduler_ = std::make_unique<Scheduler>(config_.schedule);
+}
 
 NaiveEngine::~NaiveEngine() {
   if (fork_check_.forked()) [[unlikely]] {
@@ -24,6 +28,13 @@ NaiveEngine::~NaiveEngine() {
     for (auto& [key, stream] : streams_) abandon(std::move(stream));
     abandon(std::move(backend_));
     return;
+  }
+  if (scheduler_) {
+    try {  // what is kept runs, as a wait_for_all would
+      run_kept([] { return false; });
+    } catch (const std::exception& e) {
+      spdlog::error("engine: the controlled schedule stopped at shutdown: {}", e.what());
+    }
   }
   if (std::exception_ptr error = errors_.unreported()) {
     spdlog::warn("engine shut down with an operation error never waited for: {}", describe(error));
@@ -129,12 +140,26 @@ void NaiveEngine::push_block(Operation& op, OperationState* tracker) {
                                       .priority = op.priority,
                                       .pushed = profiler_now()};
   }
-  if (tracker != nullptr) [[unlikely]]
+  if (tracker != nullptr) [[unlikely]] {
     block->tracker = tracker->retain();  // given back once it has run
+    if (scheduler_) {
+      tracker->set_runner(
+          [](void* engine, const OperationState& state) {
+            auto* self = static_cast<NaiveEngine*>(engine);
+            const KeptWaiter waiting(self->kept_waiters_);
+            self->run_kept([&] { return state.done(); });
+          },
+          this);
+    }
+  }
   run_exclusively({.op = std::move(block), .queue = op.queue, .priority = op.priority});
 }
 
 void NaiveEngine::run_exclusively(Deferred first) {
+  if (scheduler_) {
+    keep(std::move(first));
+    return;
+  }
   // Note [Naive engine order]. A ticket once admitted: a refused push never
   // runs, so it must not hold up wait_for_all (Note [Naive wait_for_all]).
   if (inside_own_operation()) {
@@ -163,20 +188,124 @@ void NaiveEngine::run_exclusively(Deferred first) {
   while (!deferred_.empty()) {
     Deferred next = std::move(deferred_.front());
     deferred_.pop_front();
-    try {
-      if (next.op) {
-        run(*next.op, next.queue, next.priority);
-      } else {
-        delete_now(next.deleted, next.on_deleted);
-      }
-    } catch (...) {  // no memory for the bookkeeping: still reported, and the rest runs
-      errors_.record(std::current_exception());
-      if (next.op) notify_tracker(*next.op, std::current_exception());
-    }
-    finish_ticket(next.ticket);
+    run_item(next);
   }
   owner_.store(std::thread::id(), std::memory_order_relaxed);
   release();
+}
+
+void NaiveEngine::run_item(Deferred& item) {
+  try {
+    if (item.op) {
+      run(*item.op, item.queue, item.priority);
+    } else {
+      delete_now(item.deleted, item.on_deleted);
+    }
+  } catch (...) {  // no memory for the bookkeeping: still reported, and the rest runs
+    errors_.record(std::current_exception());
+    if (item.op) notify_tracker(*item.op, std::current_exception());
+  }
+  finish_ticket(item.ticket);
+}
+
+// --- controlled schedules (Note [Controlled schedules] in engine/schedule.h) ----
+
+void NaiveEngine::keep(Deferred item) {
+  bool too_many = false;
+  {
+    std::unique_lock lock(state_mutex_);
+    admit(item);
+    item.ticket = next_ticket_.fetch_add(1, std::memory_order_seq_cst);
+    scheduler_->on_push(item.ticket);
+    kept_.push_back(std::move(item));
+    // A thread pushing while the engine is held leaves the work to its
+    // holder (it may be the one to complete the holder's operation), and
+    // pauses while the backlog is large, as a handed-over push does.
+    too_many = kept_.size() > kMaxKept && !inside_own_operation();
+    if (too_many && (busy_ || kept_waiters_.load(std::memory_order_relaxed) > 0)) {
+      throttle_kept(lock);
+      too_many = false;
+    }
+  }
+  if (too_many) {
+    // Down to half, or until a wait wants the engine: waits come first.
+    run_kept([this] {
+      return kept_.size() <= kMaxKept / 2 || kept_waiters_.load(std::memory_order_relaxed) > 0;
+    });
+  }
+}
+
+std::vector<std::uint64_t> NaiveEngine::ready_kept() const {
+  struct Uses {
+    bool read = false;
+    bool written = false;
+  };
+  std::unordered_map<const VarBlock*, Uses> earlier;
+  std::vector<std::uint64_t> ready;
+  // The oldest kMaxKept only: a pick costs the same whatever the backlog.
+  for (std::size_t i = 0; i < std::min(kept_.size(), kMaxKept); ++i) {
+    const Deferred& item = kept_[i];
+    bool free = true;
+    if (!item.op) {
+      const VarBlock* var = var_block(item.deleted);
+      free = !earlier.contains(var);
+      earlier[var] = {true, true};
+    } else {
+      for (const Dep& d : item.op->deps) {
+        const auto it = earlier.find(d.var);
+        if (it == earlier.end()) continue;
+        if (it->second.written || (is_write(d.access) && it->second.read)) free = false;
+      }
+      for (const Dep& d : item.op->deps) {
+        Uses& uses = earlier[d.var];
+        (is_write(d.access) ? uses.written : uses.read) = true;
+      }
+    }
+    if (free) ready.push_back(item.ticket);
+  }
+  return ready;
+}
+
+bool NaiveEngine::kept_uses(const VarBlock* var, bool or_reads) const {
+  for (const Deferred& item : kept_) {
+    if (!item.op) {
+      if (var_block(item.deleted) == var) return true;
+      continue;
+    }
+    for (const Dep& d : item.op->deps) {
+      if (d.var == var && (or_reads || is_write(d.access))) return true;
+    }
+  }
+  return false;
+}
+
+void NaiveEngine::run_kept(const std::function<bool()>& done, std::uint64_t below) {
+  acquire();
+  owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  std::exception_ptr failure;
+  for (;;) {
+    Deferred next;
+    {
+      std::lock_guard lock(state_mutex_);
+      if (kept_.empty() || done()) break;
+      try {
+        std::vector<std::uint64_t> ready = ready_kept();
+        std::erase_if(ready, [&](std::uint64_t ticket) { return ticket >= below; });
+        const std::uint64_t chosen = scheduler_->pick(ready);
+        const auto it = std::find_if(kept_.begin(), kept_.end(),
+                                     [&](const Deferred& d) { return d.ticket == chosen; });
+        next = std::move(*it);
+        kept_.erase(it);
+      } catch (...) {  // a replay that diverged: nothing more runs in its order
+        failure = std::current_exception();
+        break;
+      }
+    }
+    run_item(next);
+  }
+  owner_.store(std::thread::id(), std::memory_order_relaxed);
+  release();
+  if (failure) std::rethrow_exception(failure);
 }
 
 void NaiveEngine::finish_ticket(std::uint64_t ticket) {
@@ -196,6 +325,19 @@ void NaiveEngine::finish_ticket(std::uint64_t ticket) {
     { const std::lock_guard lock(state_mutex_); }  // a waiter is checking or asleep
     state_changed_.notify_all();
   }
+}
+
+void NaiveEngine::throttle_kept(std::unique_lock<std::mutex>& lock) {
+  // As throttle_handed_over, on the kept items: the thread running them may
+  // wait for this one (a completion), so a stall lets it go on.
+  all_waiters_.fetch_add(1, std::memory_order_seq_cst);
+  StallWatch watch(finished_below_.load(std::memory_order_relaxed));
+  while (kept_.size() > kMaxKept / 2) {
+    state_changed_.wait_for(lock, std::chrono::milliseconds(2));
+    if (watch.stalled(finished_below_.load(std::memory_order_relaxed))) break;
+    if (!busy_ && kept_waiters_.load(std::memory_order_relaxed) == 0) break;  // nobody runs them
+  }
+  all_waiters_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void NaiveEngine::throttle_handed_over(std::unique_lock<std::mutex>& lock) {
@@ -415,6 +557,14 @@ void NaiveEngine::complete_async(OpBlock* op, std::exception_ptr error) {
 }
 
 bool NaiveEngine::finish_pending(std::chrono::milliseconds stall) {
+  if (scheduler_ && !inside_own_operation()) {
+    try {
+      run_kept([] { return false; });
+      scheduler_->write_record();
+    } catch (const std::exception& e) {
+      spdlog::error("engine: the controlled schedule stopped at exit: {}", e.what());
+    }
+  }
   // Operations run in their pushers, device work included; only one still
   // running in another thread can be pending.
   using Clock = std::chrono::steady_clock;
@@ -458,9 +608,23 @@ void NaiveEngine::rethrow_error_of(VarHandle var, const char* what) {
   if (error) std::rethrow_exception(error);
 }
 
-void NaiveEngine::wait_to_read(VarHandle var) { rethrow_error_of(var, "wait_to_read"); }
+void NaiveEngine::wait_to_read(VarHandle var) {
+  if (scheduler_ && var != nullptr) {
+    check_not_running_here("wait_to_read");
+    const KeptWaiter waiting(kept_waiters_);
+    run_kept([&] { return !kept_uses(var_block(var), false); });
+  }
+  rethrow_error_of(var, "wait_to_read");
+}
 
-void NaiveEngine::wait_to_write(VarHandle var) { rethrow_error_of(var, "wait_to_write"); }
+void NaiveEngine::wait_to_write(VarHandle var) {
+  if (scheduler_ && var != nullptr) {
+    check_not_running_here("wait_to_write");
+    const KeptWaiter waiting(kept_waiters_);
+    run_kept([&] { return !kept_uses(var_block(var), true); });
+  }
+  rethrow_error_of(var, "wait_to_write");
+}
 
 void NaiveEngine::wait_for_all() {
   if (fork_check_.forked()) [[unlikely]]
@@ -469,6 +633,14 @@ void NaiveEngine::wait_for_all() {
   // Note [Errors seen by wait_for_all] in error_report.h: the window is the
   // one open at the call, before the lock may make this thread wait.
   const std::uint64_t window = errors_.open_window();
+  if (scheduler_) {
+    // What was pushed before the call (Note [Naive wait_for_all]): kept
+    // items are in push order.
+    const std::uint64_t pushed = next_ticket_.load(std::memory_order_seq_cst);
+    const KeptWaiter waiting(kept_waiters_);
+    run_kept([&] { return kept_.empty() || kept_.front().ticket >= pushed; }, pushed);
+    scheduler_->write_record();
+  }
   // Note [Naive wait_for_all]: what was pushed before the call, no more.
   const std::uint64_t target = next_ticket_.load(std::memory_order_seq_cst);
   if (finished_below_.load(std::memory_order_seq_cst) < target) {

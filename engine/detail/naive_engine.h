@@ -21,6 +21,9 @@
 //   starts hands its push over too, which is why the engine's lock is a
 //   flag (busy_) and a condition, not a mutex.
 // Such a push returns before its operation ran; a wait for it runs it first.
+// With a controlled schedule (engine/schedule.h), every push is kept and a
+// wait runs what it needs in the order the schedule picks (Note [Controlled
+// schedules]).
 //
 // Note [Naive wait_for_all]
 // wait_for_all waits for what was pushed before it, not for the engine to
@@ -41,6 +44,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -51,6 +56,7 @@
 #include "engine/detail/error_report.h"
 #include "engine/detail/lifetime.h"
 #include "engine/detail/op_block.h"
+#include "engine/detail/scheduler.h"
 #include "engine/engine.h"
 
 namespace tagflow::detail {
@@ -122,6 +128,35 @@ class NaiveEngine final : public Engine, public EngineCore {
   void release();
   /// Runs one operation (the lock held).
   void run(OpBlock& block, QueueKind queue, int priority);
+  /// Runs a push or a deletion and marks its ticket finished (the lock held).
+  void run_item(Deferred& item);
+  // Controlled schedules (Note [Controlled schedules] in engine/schedule.h):
+  /// Keeps a push or deletion for the schedule to pick; runs some when too
+  /// many are kept and the engine is free.
+  void keep(Deferred item);
+  /// Takes the engine and runs picks among the ready items pushed before
+  /// ticket `below` until `done()` (asked under state_mutex_) or nothing is kept.
+  void run_kept(const std::function<bool()>& done,
+                std::uint64_t below = std::numeric_limits<std::uint64_t>::max());
+  /// Waits while too many are kept and another thread runs them (the state
+  /// lock held), or until nothing progresses.
+  void throttle_kept(std::unique_lock<std::mutex>& lock);
+  /// Counts a wait that runs kept items while it lives: pushers then leave
+  /// the engine to it.
+  class KeptWaiter {
+   public:
+    explicit KeptWaiter(std::atomic<int>& count) : count_(count) { count_.fetch_add(1); }
+    ~KeptWaiter() { count_.fetch_sub(1); }
+    KeptWaiter(const KeptWaiter&) = delete;
+    KeptWaiter& operator=(const KeptWaiter&) = delete;
+
+   private:
+    std::atomic<int>& count_;
+  };
+  /// The kept items no earlier kept one conflicts with (state_mutex_ held).
+  std::vector<std::uint64_t> ready_kept() const;
+  /// True when a kept item writes `var` (or, with `or_reads`, uses it at all).
+  bool kept_uses(const VarBlock* var, bool or_reads) const;
   /// Refuses `item` if it names a deleted variable, and counts it; a deletion
   /// makes its variable's handles stale at once. Under `state_mutex_`, just
   /// before `item` is queued: no deletion comes between the check and the
@@ -166,6 +201,11 @@ class NaiveEngine final : public Engine, public EngineCore {
   std::atomic<std::uint64_t> completed_{0};
   std::mutex running_mutex_;
   std::vector<const OpBlock*> running_;
+  /// A controlled schedule's picks, or null; its kept pushes in push order
+  /// (under state_mutex_).
+  std::unique_ptr<Scheduler> scheduler_;
+  std::vector<Deferred> kept_;
+  std::atomic<int> kept_waiters_{0};
 };
 
 }  // namespace tagflow::detail

@@ -78,6 +78,14 @@ class OperationState {
   void complete(std::exception_ptr error) noexcept;
 
   bool done() const noexcept { return done_.load(std::memory_order_acquire); }
+  /// Under a controlled schedule the operation runs only when something
+  /// waits for it (Note [Controlled schedules] in engine/schedule.h): wait()
+  /// first asks `runner(engine, *this)` to run it. Set before the push returns.
+  using Runner = void (*)(void* engine, const OperationState& state);
+  void set_runner(Runner runner, void* engine) noexcept {
+    runner_ = runner;
+    runner_engine_ = engine;
+  }
   /// Written before `done_` is set, never after: readable once done().
   std::exception_ptr error() const noexcept { return done() ? error_ : nullptr; }
   void wait() const;
@@ -98,6 +106,8 @@ class OperationState {
   /// Tells a child forked while the operation was pending, where nothing
   /// will complete it (Note [Engine lifetime] in engine.h).
   ForkCheck fork_check_;
+  Runner runner_ = nullptr;
+  void* runner_engine_ = nullptr;
 };
 
 /// Owns one reference to a state; for closures that must give it back even

@@ -25,6 +25,7 @@ std::unique_ptr<Engine> build(const EngineSetup& setup, int max_pending) {
   if (setup.worker_spin >= 0) config.worker_spin = setup.worker_spin;
   if (max_pending >= 0) config.max_pending = max_pending;
   config.sim_gpus = kSimGpus;
+  if (setup.schedule != nullptr) config.schedule = ScheduleOptions::parse(setup.schedule);
   return make_engine(config);
 }
 

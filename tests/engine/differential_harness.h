@@ -33,16 +33,22 @@ struct EngineSetup {
   EngineKind kind;
   int cpu_workers;
   int worker_spin;  ///< -1: the configured default
+  /// A controlled schedule (TAGFLOW_SCHEDULE's syntax), or null.
+  const char* schedule = nullptr;
 };
 
 inline constexpr int kDefaultSpin = -1;
 // The last setup never spins: workers sleep at once, exercising the wake-up path.
-inline constexpr std::array<EngineSetup, 5> kSetups = {{
+// The naive engine also runs under controlled schedules (Note [Controlled
+// schedules] in engine/schedule.h): every order they pick must agree too.
+inline constexpr std::array<EngineSetup, 7> kSetups = {{
     {"naive", EngineKind::kNaive, 1, kDefaultSpin},
     {"threaded, 1 worker", EngineKind::kThreaded, 1, kDefaultSpin},
     {"threaded, 2 workers", EngineKind::kThreaded, 2, kDefaultSpin},
     {"threaded, 4 workers", EngineKind::kThreaded, 4, kDefaultSpin},
     {"threaded, 2 workers, no spinning", EngineKind::kThreaded, 2, 0},
+    {"naive, random schedule", EngineKind::kNaive, 1, kDefaultSpin, "random:5"},
+    {"naive, PCT schedule", EngineKind::kNaive, 1, kDefaultSpin, "pct:5:3:500"},
 }};
 
 /// Simulated GPUs of every engine built here: gpu(0) and gpu(1) of the workloads.

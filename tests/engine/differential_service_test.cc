@@ -443,6 +443,10 @@ void check_follow_ups(std::uint64_t seed, int num_vars, int num_roots) {
   const ServiceWorkload w = generate_service(seed, num_vars, num_roots);
   const ServiceExpected expected = replay_service(w);
   for (const EngineSetup& setup : kSetups) {
+    // The test waits for follow-ups by watching them being pushed, not
+    // through the engine: a controlled schedule runs nothing until a wait
+    // (Note [Controlled schedules]).
+    if (setup.schedule != nullptr) continue;
     SCOPED_TRACE(setup.label);
     std::unique_ptr<Engine> engine = build(setup);
     {
