@@ -192,6 +192,13 @@ struct CommandLine::Parts {
   std::uint64_t stress_memory_mb = 256;
   bool stress_faults = false;
   bool stress_json = false;
+  /// A controlled schedule (Note [Controlled schedules] in engine/schedule.h).
+  std::string stress_schedule = "none";
+  int stress_depth = 3;
+  std::string stress_record;
+  std::string stress_replay;
+  /// The command as given, for the line that replays a failing run.
+  std::string command;
   CLI::App* train = nullptr;
   TrainOptions train_options;
   std::string train_devices = "all";
@@ -521,6 +528,17 @@ CommandLine::Parts::Parts() {
       ->check(integer_in<std::uint64_t>(1, std::uint64_t{1} << 30))
       ->capture_default_str();
   stress->add_flag("--json", stress_json, "A JSON line after the report");
+  stress
+      ->add_option("--schedule", stress_schedule,
+                   "Run one operation at a time in an order picked by a seeded policy (with "
+                   "--seed): random, or pct (probabilistic concurrency testing); one client")
+      ->check(CLI::IsMember({"none", "random", "pct"}));
+  stress->add_option("--depth", stress_depth, "PCT's bug depth (--schedule pct)")
+      ->check(CLI::Range(1, 100));
+  stress->add_option("--record", stress_record,
+                     "Write the order the controlled schedule took to this file");
+  stress->add_option("--replay", stress_replay,
+                     "Run in the order recorded in this file (one client)");
 }
 
 CommandLine::CommandLine() : parts_(std::make_unique<Parts>()) {}
@@ -528,6 +546,9 @@ CommandLine::CommandLine() : parts_(std::make_unique<Parts>()) {}
 CommandLine::~CommandLine() = default;
 
 void CommandLine::parse(int argc, const char* const* argv) {
+  for (int i = 0; i < argc; ++i) {
+    parts_->command += (i > 0 ? " " : "") + std::string(argv[i]);
+  }
   Parts& p = *parts_;
   try {
     p.app.parse(argc, argv);
@@ -571,6 +592,31 @@ void CommandLine::parse(int argc, const char* const* argv) {
   }
   if (p.stress->parsed()) {
     StressOptions& o = p.stress_options;
+    // A controlled schedule: set before the device list makes the engine.
+    const bool controlled =
+        p.stress_schedule != "none" || !p.stress_replay.empty() || !p.stress_record.empty();
+    if (controlled) {
+      TAGFLOW_CHECK(p.stress_schedule == "none" || p.stress_replay.empty(),
+                    "stress: --replay runs a recorded order; expected no --schedule with it, got "
+                    "--schedule {}",
+                    p.stress_schedule);
+      TAGFLOW_CHECK(p.stress->count("--clients") == 0 || o.clients == 1,
+                    "stress: a controlled schedule reproduces runs of one client thread; "
+                    "expected --clients 1, got {}",
+                    o.clients);
+      o.clients = 1;
+      const std::string schedule =
+          !p.stress_replay.empty()        ? "replay:" + p.stress_replay
+          : p.stress_schedule == "pct"    ? fmt::format("pct:{}:{}:{}", o.seed, p.stress_depth,
+                                                        std::max<std::uint64_t>(o.steps, 1))
+          : p.stress_schedule == "random" ? fmt::format("random:{}", o.seed)
+                                          : std::string("none");
+      (void)ScheduleOptions::parse(schedule);  // refused here, before anything runs
+      setenv("TAGFLOW_SCHEDULE", schedule.c_str(), /*overwrite=*/1);
+      if (!p.stress_record.empty()) {
+        setenv("TAGFLOW_SCHEDULE_RECORD", p.stress_record.c_str(), /*overwrite=*/1);
+      }
+    }
     if (p.stress_devices != "all") o.devices = parse_devices(p.stress_devices, "stress");
     o.duration = std::chrono::milliseconds(static_cast<std::int64_t>(p.stress_duration * 1000));
     if (p.stress_duration > 0 && p.stress->count("--steps") == 0) o.steps = std::uint64_t{1} << 50;
@@ -601,7 +647,7 @@ const StressOptions& CommandLine::stress_options() const { return parts_->stress
 
 namespace {
 
-int run_stress_command(const StressOptions& options, bool json) {
+int run_stress_command(const StressOptions& options, bool json, const std::string& command) {
   // The command line's watchdog: print what is stuck, then stop, since the
   // engine cannot be shut down cleanly around an operation that never ends.
   const StressReport report = run_stress(options, [&](const DependencyState& state) {
@@ -613,6 +659,17 @@ int run_stress_command(const StressOptions& options, bool json) {
   });
   fmt::print("{}", format_report(report));
   if (json) fmt::print("{}\n", report_json(report));
+  if (!report.passed()) {
+    const ScheduleOptions& schedule = Engine::get().config().schedule;
+    if (schedule.controlled()) {
+      fmt::print(stderr, "tagflow stress: this run replays exactly with: {}\n", command);
+    } else {
+      fmt::print(stderr,
+                 "tagflow stress: threads interleaved as the OS ran them; to search orders "
+                 "reproducibly: {} --schedule pct --clients 1\n",
+                 command);
+    }
+  }
   return report.passed() ? 0 : 1;
 }
 
@@ -691,7 +748,7 @@ int CommandLine::run() {
   }
   if (p.bench_train->parsed()) return run_train_bench(p.train_bench) ? 0 : 1;
   if (p.bench_ops->parsed()) return run_ops_bench(p.ops_options) ? 0 : 1;
-  if (p.stress->parsed()) return run_stress_command(p.stress_options, p.stress_json);
+  if (p.stress->parsed()) return run_stress_command(p.stress_options, p.stress_json, p.command);
   return 0;
 }
 
