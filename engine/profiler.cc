@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/detail/model_clock.h"
 #include "engine/detail/profile_marks.h"
 #include "engine/error.h"
 
@@ -52,6 +53,10 @@ int thread_number() {
 }  // namespace
 
 std::int64_t profiler_now() {
+  // Simulated GPUs keeping modelled time: the whole trace is on the model's
+  // clock (Note [Modelled traces] in engine/detail/model_clock.h).
+  if (const sim::ModelClock* model = sim::ModelClock::active()) [[unlikely]]
+    return model->host_now();
   (void)epoch();
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - epoch()).count();
 }

@@ -21,6 +21,7 @@ ThreadClock& this_thread_clock() {
 }
 
 std::atomic<std::uint64_t> next_id{1};
+std::atomic<const ModelClock*> active_clock{nullptr};
 
 }  // namespace
 
@@ -28,7 +29,16 @@ ModelClock::ModelClock(DeviceModel model, int num_gpus, bool timing_only)
     : model_(std::move(model)),
       num_gpus_(num_gpus),
       timing_only_(timing_only),
-      id_(next_id.fetch_add(1, std::memory_order_relaxed)) {}
+      id_(next_id.fetch_add(1, std::memory_order_relaxed)) {
+  active_clock.store(this, std::memory_order_release);
+}
+
+ModelClock::~ModelClock() {
+  const ModelClock* self = this;
+  active_clock.compare_exchange_strong(self, nullptr, std::memory_order_acq_rel);
+}
+
+const ModelClock* ModelClock::active() { return active_clock.load(std::memory_order_acquire); }
 
 std::int64_t ModelClock::host_now() const {
   const ThreadClock& clock = this_thread_clock();

@@ -4,6 +4,14 @@
 // each host thread's clock, and the latest time any modelled work finished.
 // One per simulated backend; the engines and streams of that backend share
 // it. Internal to engine/.
+//
+// Note [Modelled traces]
+// While a ModelClock exists (the last one made, if several), the profiler
+// stamps times on it instead of the steady clock: a thread's modelled time
+// where the host stamps (pushes, waits, allocations, an operation's start
+// on its worker, which is when it became ready, the host taking no time),
+// the stream's clock on the devices. A trace of a modelled run is then one
+// timeline of predicted times, which `tagflow profile` reads as any other.
 
 #include <atomic>
 #include <cstdint>
@@ -37,6 +45,10 @@ class ModelClock {
   std::int64_t latest() const { return latest_.load(std::memory_order_acquire); }
   /// A stream finished work at `ns`.
   void note_finished(std::int64_t ns);
+
+  /// The clock the profiler stamps with (Note [Modelled traces]), or null.
+  static const ModelClock* active();
+  ~ModelClock();
 
   /// Nanoseconds, rounded, of `seconds` of modelled time (at least 1).
   static std::int64_t to_ns(double seconds);

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "engine/detail/model_clock.h"
+#include "engine/detail/profile_marks.h"
 #include "engine/detail/threaded_engine.h"
 
 namespace tagflow::detail {
@@ -48,6 +49,10 @@ void ThreadedEngine::enter_modelled_time(const OpBlock& op) {
   for (const Dep& d : op.deps)
     start = std::max(start, modelled_time_of(*d.var, is_write(d.access)));
   model_->set_host_now(start);
+  // Ready when it starts: the modelled host takes no time (Note [Modelled
+  // traces] in model_clock.h); the stamp of a stream's callback is not its.
+  if (op.profile != nullptr) [[unlikely]]
+    op.profile->ready = start;
 }
 
 void ThreadedEngine::leave_modelled_time(const OpBlock& op) {
