@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -87,6 +88,26 @@ TEST(DeviceModelTest, KernelTimeIsTheSlowerOfComputeAndMemoryPlusLaunch) {
               1.001e-3, 1e-12);
   // An empty kernel still costs its launch.
   EXPECT_NEAR(m.kernel_seconds({}), 1e-6, 1e-15);
+}
+
+TEST(DeviceModelTest, TheReadmesComparisonFigures) {
+  const DeviceModel h100 = DeviceModel::builtin("h100-sxm");
+  // A 4096^3 bfloat16 product: compute-bound, 139 us at 989.4 TFLOP/s.
+  const double n = 4096;
+  const double gemm = h100.kernel_seconds(
+      {.flops = 2 * n * n * n, .bytes = 3 * n * n * 2, .precision = MathPrecision::kBFloat16});
+  EXPECT_NEAR(gemm - h100.launch_latency, 2 * n * n * n / 989.4e12, 1e-12);
+  EXPECT_NEAR(gemm * 1e6, 141.9, 0.1);
+  // NCCL's bus bandwidth of a 1 GiB all-reduce over 8 GPUs: 445 GB/s.
+  const std::vector<int> eight = {0, 1, 2, 3, 4, 5, 6, 7};
+  const double bytes = 1 << 30;
+  const double busbw = bytes / h100.allreduce_seconds(eight, bytes) * 2 * 7 / 8;
+  EXPECT_NEAR(busbw / 1e9, 445.2, 0.5);
+  // The ring's time by hand: launch + 2(n-1) (latency + bytes / (n bw)).
+  EXPECT_NEAR(h100.allreduce_seconds(eight, bytes), 3e-6 + 14 * (3e-6 + bytes / (8 * 450e9)),
+              1e-12);
+  EXPECT_NEAR(h100.broadcast_seconds(eight, bytes), 3e-6 + 7 * 3e-6 + bytes / 450e9, 1e-12);
+  EXPECT_DOUBLE_EQ(h100.allreduce_seconds(std::vector<int>{3}, bytes), h100.launch_latency);
 }
 
 TEST(DeviceModelTest, PeerLinksFollowTheTopology) {
