@@ -35,7 +35,13 @@ int run_info() {
   } else {
     fmt::print("  GPUs                 {}\n", engine.device_status());
     for (const auto& gpu : engine.gpus()) {
-      if (gpu.simulated) {
+      if (gpu.simulated && !gpu.model.empty()) {
+        fmt::print(
+            "  gpu({})               simulated as a modelled {} ({:.1f} GiB), {}: times are "
+            "predictions\n",
+            gpu.index, gpu.model, static_cast<double>(gpu.total_memory) / (1u << 30),
+            gpu.timing_only ? "kernels timed, not run" : "kernels run on the host");
+      } else if (gpu.simulated) {
         fmt::print("  gpu({})               simulated (host memory, host threads as streams)\n",
                    gpu.index);
       } else {
