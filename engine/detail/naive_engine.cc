@@ -236,11 +236,9 @@ void NaiveEngine::keep(Deferred item) {
 }
 
 std::vector<std::uint64_t> NaiveEngine::ready_kept() const {
-  struct Uses {
-    bool read = false;
-    bool written = false;
-  };
-  std::unordered_map<const VarBlock*, Uses> earlier;
+  // Kept between calls: clear() keeps the buckets, so a pick allocates little.
+  auto& earlier = ready_scratch_;
+  earlier.clear();
   std::vector<std::uint64_t> ready;
   // The oldest kMaxKept only: a pick costs the same whatever the backlog.
   for (std::size_t i = 0; i < std::min(kept_.size(), kMaxKept); ++i) {
@@ -257,7 +255,7 @@ std::vector<std::uint64_t> NaiveEngine::ready_kept() const {
         if (it->second.written || (is_write(d.access) && it->second.read)) free = false;
       }
       for (const Dep& d : item.op->deps) {
-        Uses& uses = earlier[d.var];
+        KeptUses& uses = earlier[d.var];
         (is_write(d.access) ? uses.written : uses.read) = true;
       }
     }

@@ -50,6 +50,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/detail/device_backend.h"
@@ -206,6 +207,12 @@ class NaiveEngine final : public Engine, public EngineCore {
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<Deferred> kept_;
   std::atomic<int> kept_waiters_{0};
+  /// ready_kept's scratch (state_mutex_ held): what earlier kept items use.
+  struct KeptUses {
+    bool read = false;
+    bool written = false;
+  };
+  mutable std::unordered_map<const VarBlock*, KeptUses> ready_scratch_;
 };
 
 }  // namespace tagflow::detail
