@@ -136,6 +136,9 @@ Trace collect() {
           .count();
   trace.origin.rank = r.rank;
   trace.origin.ranks = r.ranks;
+  if (const detail::sim::ModelClock* model = detail::sim::ModelClock::active()) {
+    trace.origin.device_model = model->model().name;
+  }
   return trace;
 }
 
@@ -311,9 +314,10 @@ std::string to_chrome_trace(const Trace& trace) {
                       {"args", {{"name", "thread " + std::to_string(thread)}}}});
   }
   const Origin& o = trace.origin;
-  const json origin = {
+  json origin = {
       {"host", o.host},       {"boot_id", o.boot_id}, {"steady_epoch_ns", o.steady_epoch_ns},
       {"sync_ns", o.sync_ns}, {"rank", o.rank},       {"ranks", o.ranks}};
+  if (!o.device_model.empty()) origin["device_model"] = o.device_model;
   return json{
       {"traceEvents", events}, {"displayTimeUnit", "ms"}, {"otherData", {{"tagflow", origin}}}}
       .dump(-1, ' ', false, json::error_handler_t::replace);

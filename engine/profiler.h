@@ -118,6 +118,10 @@ struct Origin {
   /// This process's rank among `ranks` (set_rank; 0 of 1 unless set).
   int rank = 0;
   int ranks = 1;
+  /// Recorded on simulated GPUs keeping modelled time: the device model's
+  /// name, and every time of the trace is its prediction (Note [Modelled
+  /// traces] in engine/detail/model_clock.h); empty for measured traces.
+  std::string device_model;
 };
 
 /// Everything recorded.

@@ -191,7 +191,8 @@ profiler::Trace parse_events(const std::string& text) {
         .steady_epoch_ns = integer("steady_epoch_ns", 0),
         .sync_ns = integer("sync_ns", -1),
         .rank = static_cast<int>(std::clamp<std::int64_t>(integer("rank", 0), 0, 1 << 20)),
-        .ranks = static_cast<int>(std::clamp<std::int64_t>(integer("ranks", 1), 1, 1 << 20))};
+        .ranks = static_cast<int>(std::clamp<std::int64_t>(integer("ranks", 1), 1, 1 << 20)),
+        .device_model = string_field("device_model")};
   }
   std::map<std::uint64_t, std::size_t> op_index;
   std::vector<std::pair<std::uint64_t, Interval>> device_spans;
@@ -327,6 +328,7 @@ void add_memory(const profiler::Trace& trace, ProfileSummary& s) {
 
 ProfileSummary summarize(const profiler::Trace& trace) {
   ProfileSummary s;
+  s.device_model = trace.origin.device_model;
   if (trace.ops.empty()) {  // no span, no device time: what waits and memory there are
     add_waits(trace, s);
     add_memory(trace, s);
@@ -552,6 +554,9 @@ std::vector<FigureTable> figure_tables(const ProfileSummary& s) {
   std::int64_t operations = 0;
   for (const OperationStats& o : s.operations) operations += o.count;
   tables.back().rows = {
+      {"times", s.device_model.empty()
+                    ? std::string("measured")
+                    : "predicted by the device model " + s.device_model + ", not measured"},
       {"trace span", us(s.span_us) + " us"},
       {"operations", std::to_string(operations)},
       {"copies", fmt::format("{} us, {} us ({}) overlapped compute", us(s.copy_us),

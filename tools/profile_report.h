@@ -139,6 +139,9 @@ struct TimeBreakdown {
 };
 
 struct ProfileSummary {
+  /// The device model whose predictions the trace's times are, or empty
+  /// (Note [Modelled traces] in engine/detail/model_clock.h).
+  std::string device_model;
   /// Where the span starts: the earliest push or start of an operation, in
   /// the trace's nanoseconds; "at" times are from it.
   std::int64_t start_ns = 0;

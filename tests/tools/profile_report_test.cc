@@ -171,6 +171,19 @@ TEST(ProfileReportTest, FiguresOfASyntheticTraceMatchTheHandWorkedOnes) {
   EXPECT_DOUBLE_EQ(s.breakdown[1].idle_dependency_us, 0);
 }
 
+TEST(ProfileReportTest, AModelledTraceSaysItsTimesArePredictions) {
+  profiler::Trace t = synthetic();
+  EXPECT_EQ(tools::figure_tables(tools::summarize(t))[0].rows[0][1], "measured");
+  t.origin.device_model = "h100-sxm";
+  const profiler::Trace read = tools::parse_chrome_trace(profiler::to_chrome_trace(t));
+  EXPECT_EQ(read.origin.device_model, "h100-sxm");
+  const auto tables = tools::figure_tables(tools::summarize(read));
+  EXPECT_EQ(tables[0].rows[0][0], "times");
+  EXPECT_EQ(tables[0].rows[0][1], "predicted by the device model h100-sxm, not measured");
+  // The figures are the same as the measured trace's: only the label differs.
+  EXPECT_EQ(tables[0].rows[1], tools::figure_tables(tools::summarize(synthetic()))[0].rows[1]);
+}
+
 TEST(ProfileReportTest, AnAsynchronousOperationKeepsItsWorkerBusyOnlyUntilItReturns) {
   // allreduce on cpu(1): its closure runs [100, 110], then it is in flight
   // until 500; scale on cpu(1) runs [520, 540]. Through the file format.
