@@ -606,9 +606,10 @@ void CommandLine::parse(int argc, const char* const* argv) {
                     o.clients);
       o.clients = 1;
       const std::string schedule =
-          !p.stress_replay.empty()        ? "replay:" + p.stress_replay
-          : p.stress_schedule == "pct"    ? fmt::format("pct:{}:{}:{}", o.seed, p.stress_depth,
-                                                        std::max<std::uint64_t>(o.steps, 1))
+          !p.stress_replay.empty() ? "replay:" + p.stress_replay
+          : p.stress_schedule == "pct"
+              ? fmt::format("pct:{}:{}:{}", o.seed, p.stress_depth,
+                            std::clamp<std::uint64_t>(o.steps, 1, std::uint64_t{1} << 30))
           : p.stress_schedule == "random" ? fmt::format("random:{}", o.seed)
                                           : std::string("none");
       (void)ScheduleOptions::parse(schedule);  // refused here, before anything runs
