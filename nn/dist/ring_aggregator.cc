@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -41,6 +42,14 @@ void sum_into_all(const SumPlan& plan) {
   });
 }
 
+/// The first copy's bytes written to every other copy.
+void copy_first_to_all(const SumPlan& plan) {
+  const auto bytes = static_cast<std::size_t>(plan.size) * dtype_size(plan.dtype);
+  for (std::size_t c = 1; c < plan.copies.size(); ++c) {
+    std::memcpy(plan.copies[c], plan.copies[0], bytes);
+  }
+}
+
 }  // namespace
 
 RingAggregator::~RingAggregator() {
@@ -49,6 +58,17 @@ RingAggregator::~RingAggregator() {
 
 void RingAggregator::allreduce(std::span<const NDArray> copies, int key) {
   check_aggregation_input(copies, key, "RingAggregator::allreduce");
+  push(copies, Kind::kAllreduce);
+}
+
+void RingAggregator::broadcast(std::span<const NDArray> copies, int key) {
+  check_aggregation_input(copies, key, "RingAggregator::broadcast");
+  push(copies, Kind::kBroadcast);
+}
+
+void RingAggregator::push(std::span<const NDArray> copies, Kind kind) {
+  const bool sum = kind == Kind::kAllreduce;
+  const char* what = sum ? "allreduce" : "broadcast";
   const std::size_t n = copies.size();
   if (n == 1) return;
   const auto& gpus = Engine::get().gpus();
@@ -57,8 +77,7 @@ void RingAggregator::allreduce(std::span<const NDArray> copies, int key) {
     const Context ctx = copies[i].context();
     TAGFLOW_CHECK(ctx.is_gpu() && static_cast<std::size_t>(ctx.index) < gpus.size() &&
                       gpus[static_cast<std::size_t>(ctx.index)].simulated,
-                  "RingAggregator::allreduce: expected arrays on simulated GPUs, got array {} on "
-                  "{}",
+                  "RingAggregator::{}: expected arrays on simulated GPUs, got array {} on {}", what,
                   i, ctx.str());
     ring.push_back(ctx.index);
   }
@@ -70,14 +89,22 @@ void RingAggregator::allreduce(std::span<const NDArray> copies, int key) {
   const double bytes =
       static_cast<double>(plan->size) * static_cast<double>(dtype_size(plan->dtype));
   const std::int64_t duration =
-      model ? detail::sim::ModelClock::to_ns(model->allreduce_seconds(ring, bytes)) : 0;
-  auto collective = std::make_shared<detail::sim::Collective>(static_cast<int>(n), duration,
-                                                              [plan] { sum_into_all(*plan); });
+      !model ? 0
+      : sum  ? detail::sim::ModelClock::to_ns(model->allreduce_seconds(ring, bytes))
+             : detail::sim::ModelClock::to_ns(model->broadcast_seconds(ring, bytes));
+  auto collective =
+      std::make_shared<detail::sim::Collective>(static_cast<int>(n), duration, [plan, sum] {
+        if (sum) {
+          sum_into_all(*plan);
+        } else {
+          copy_first_to_all(*plan);
+        }
+      });
   const PriorityScope urgent(kCommunicationPriority);
   for (std::size_t i = 0; i < n; ++i) {
     auto [order, added] = order_.try_emplace(ring[i]);
     if (added) order->second = Engine::get().new_var();
-    Engine::get().push({.name = "allreduce",
+    Engine::get().push({.name = what,
                         .ctx = copies[i].context(),
                         .writes = {copies[i].var(), order->second},
                         .priority = current_priority(),

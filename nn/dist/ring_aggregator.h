@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/device_model.h"
 #include "engine/operation.h"
 #include "nn/dist/gradient_aggregator.h"
 
@@ -49,9 +50,16 @@ class RingAggregator final : public GradientAggregator {
   /// As GradientAggregator::allreduce, for copies all on simulated GPUs;
   /// throws tagflow::Error naming a copy that is not.
   void allreduce(std::span<const NDArray> copies, int key) override;
+  /// Makes every copy equal to the first, as NCCL's broadcast from rank 0
+  /// does, timed as a pipelined ring broadcast (DeviceModel::broadcast_seconds).
+  void broadcast(std::span<const NDArray> copies, int key) override;
   std::string name() const override { return "ring (NCCL's, on simulated GPUs)"; }
 
  private:
+  enum class Kind { kAllreduce, kBroadcast };
+  /// One collective over the copies' GPUs: a sum into every copy, or the
+  /// first copy into the others, lasting what the device model gives it.
+  void push(std::span<const NDArray> copies, Kind kind);
   /// Per GPU, the order its collectives are issued in.
   std::map<int, VarHandle> order_;
   QueueKind queue_;

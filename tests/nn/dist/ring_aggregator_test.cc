@@ -70,6 +70,15 @@ TEST(RingAggregatorTest, InterleavedCollectivesOnOverlappingGpusAllComplete) {
   }
 }
 
+TEST(RingAggregatorTest, ABroadcastMakesEveryCopyTheFirst) {
+  dist::RingAggregator ring;
+  std::vector<NDArray> copies;
+  for (int d = 0; d < 3; ++d) copies.push_back(full({17}, 1.5 + d, DType::kFloat32, gpu(d)));
+  ring.broadcast(copies, 4);
+  for (const NDArray& copy : copies)
+    EXPECT_EQ(copy.to_vector<float>(), std::vector<float>(17, 1.5f));
+}
+
 TEST(RingAggregatorTest, CopiesOffSimulatedGpusAreRefused) {
   dist::RingAggregator ring;
   std::vector<NDArray> copies = {ones({3}, DType::kFloat32, gpu(0)),
