@@ -32,7 +32,6 @@
 #include <string>
 #include <vector>
 
-#include "engine/device_model.h"
 #include "engine/operation.h"
 #include "nn/dist/gradient_aggregator.h"
 
