@@ -1,11 +1,9 @@
 #include "engine/detail/naive_engine.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <optional>
 #include <thread>
-#include <unordered_map>
 
 #include <spdlog/spdlog.h>
 
@@ -208,104 +206,6 @@ void NaiveEngine::run_item(Deferred& item) {
   finish_ticket(item.ticket);
 }
 
-// --- controlled schedules (Note [Controlled schedules] in engine/schedule.h) ----
-
-void NaiveEngine::keep(Deferred item) {
-  bool too_many = false;
-  {
-    std::unique_lock lock(state_mutex_);
-    admit(item);
-    item.ticket = next_ticket_.fetch_add(1, std::memory_order_seq_cst);
-    scheduler_->on_push(item.ticket);
-    kept_.push_back(std::move(item));
-    // A thread pushing while the engine is held leaves the work to its
-    // holder (it may be the one to complete the holder's operation), and
-    // pauses while the backlog is large, as a handed-over push does.
-    too_many = kept_.size() > kMaxKept && !inside_own_operation();
-    if (too_many && (busy_ || kept_waiters_.load(std::memory_order_relaxed) > 0)) {
-      throttle_kept(lock);
-      too_many = false;
-    }
-  }
-  if (too_many) {
-    // Down to half, or until a wait wants the engine: waits come first.
-    run_kept([this] {
-      return kept_.size() <= kMaxKept / 2 || kept_waiters_.load(std::memory_order_relaxed) > 0;
-    });
-  }
-}
-
-std::vector<std::uint64_t> NaiveEngine::ready_kept() const {
-  // Kept between calls: clear() keeps the buckets, so a pick allocates little.
-  auto& earlier = ready_scratch_;
-  earlier.clear();
-  std::vector<std::uint64_t> ready;
-  // The oldest kMaxKept only: a pick costs the same whatever the backlog.
-  for (std::size_t i = 0; i < std::min(kept_.size(), kMaxKept); ++i) {
-    const Deferred& item = kept_[i];
-    bool free = true;
-    if (!item.op) {
-      const VarBlock* var = var_block(item.deleted);
-      free = !earlier.contains(var);
-      earlier[var] = {true, true};
-    } else {
-      for (const Dep& d : item.op->deps) {
-        const auto it = earlier.find(d.var);
-        if (it == earlier.end()) continue;
-        if (it->second.written || (is_write(d.access) && it->second.read)) free = false;
-      }
-      for (const Dep& d : item.op->deps) {
-        KeptUses& uses = earlier[d.var];
-        (is_write(d.access) ? uses.written : uses.read) = true;
-      }
-    }
-    if (free) ready.push_back(item.ticket);
-  }
-  return ready;
-}
-
-bool NaiveEngine::kept_uses(const VarBlock* var, bool or_reads) const {
-  for (const Deferred& item : kept_) {
-    if (!item.op) {
-      if (var_block(item.deleted) == var) return true;
-      continue;
-    }
-    for (const Dep& d : item.op->deps) {
-      if (d.var == var && (or_reads || is_write(d.access))) return true;
-    }
-  }
-  return false;
-}
-
-void NaiveEngine::run_kept(const std::function<bool()>& done, std::uint64_t below) {
-  acquire();
-  owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
-  std::exception_ptr failure;
-  for (;;) {
-    Deferred next;
-    {
-      std::lock_guard lock(state_mutex_);
-      if (kept_.empty() || done()) break;
-      try {
-        std::vector<std::uint64_t> ready = ready_kept();
-        std::erase_if(ready, [&](std::uint64_t ticket) { return ticket >= below; });
-        const std::uint64_t chosen = scheduler_->pick(ready);
-        const auto it = std::find_if(kept_.begin(), kept_.end(),
-                                     [&](const Deferred& d) { return d.ticket == chosen; });
-        next = std::move(*it);
-        kept_.erase(it);
-      } catch (...) {  // a replay that diverged: nothing more runs in its order
-        failure = std::current_exception();
-        break;
-      }
-    }
-    run_item(next);
-  }
-  owner_.store(std::thread::id(), std::memory_order_relaxed);
-  release();
-  if (failure) std::rethrow_exception(failure);
-}
-
 void NaiveEngine::finish_ticket(std::uint64_t ticket) {
   // Note [Naive wait_for_all]: only the engine's holder is here.
   const std::uint64_t below = finished_below_.load(std::memory_order_relaxed);
@@ -323,19 +223,6 @@ void NaiveEngine::finish_ticket(std::uint64_t ticket) {
     { const std::lock_guard lock(state_mutex_); }  // a waiter is checking or asleep
     state_changed_.notify_all();
   }
-}
-
-void NaiveEngine::throttle_kept(std::unique_lock<std::mutex>& lock) {
-  // As throttle_handed_over, on the kept items: the thread running them may
-  // wait for this one (a completion), so a stall lets it go on.
-  all_waiters_.fetch_add(1, std::memory_order_seq_cst);
-  StallWatch watch(finished_below_.load(std::memory_order_relaxed));
-  while (kept_.size() > kMaxKept / 2) {
-    state_changed_.wait_for(lock, std::chrono::milliseconds(2));
-    if (watch.stalled(finished_below_.load(std::memory_order_relaxed))) break;
-    if (!busy_ && kept_waiters_.load(std::memory_order_relaxed) == 0) break;  // nobody runs them
-  }
-  all_waiters_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void NaiveEngine::throttle_handed_over(std::unique_lock<std::mutex>& lock) {
