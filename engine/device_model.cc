@@ -77,25 +77,16 @@ class Reader {
     TAGFLOW_CHECK(it != object.end(), "{}: missing \"{}\"", where_, join(path, key));
     return *it;
   }
-  /// A number in (0, max].
-  double positive(const Json& object, const std::string& key, const std::string& path,
-                  double max) const {
+  /// A number in (0, max], or [0, max] when `zero_allowed`.
+  double number(const Json& object, const std::string& key, const std::string& path, double max,
+                bool zero_allowed = false) const {
     const Json& value = field(object, key, path);
     TAGFLOW_CHECK(value.is_number(), "{}: expected a number for \"{}\", got {}", where_,
                   join(path, key), value.dump());
     const double x = value.get<double>();
-    TAGFLOW_CHECK(std::isfinite(x) && x > 0 && x <= max, "{}: expected \"{}\" in (0, {}], got {}",
-                  where_, join(path, key), max, value.dump());
-    return x;
-  }
-  double non_negative(const Json& object, const std::string& key, const std::string& path,
-                      double max) const {
-    const Json& value = field(object, key, path);
-    TAGFLOW_CHECK(value.is_number(), "{}: expected a number for \"{}\", got {}", where_,
-                  join(path, key), value.dump());
-    const double x = value.get<double>();
-    TAGFLOW_CHECK(std::isfinite(x) && x >= 0 && x <= max, "{}: expected \"{}\" in [0, {}], got {}",
-                  where_, join(path, key), max, value.dump());
+    TAGFLOW_CHECK(std::isfinite(x) && (x > 0 || (zero_allowed && x == 0)) && x <= max,
+                  "{}: expected \"{}\" in {}0, {}], got {}", where_, join(path, key),
+                  zero_allowed ? "[" : "(", max, value.dump());
     return x;
   }
   std::string text(const Json& object, const std::string& key, const std::string& path) const {
@@ -113,8 +104,8 @@ class Reader {
     return value.get<int>();
   }
   LinkModel link(const Json& object, const std::string& path, const char* bandwidth_key) const {
-    return {text(object, "kind", path), positive(object, bandwidth_key, path, 1e6) * kGiga,
-            non_negative(object, "latency_us", path, 1e6) * kMicro};
+    return {text(object, "kind", path), number(object, bandwidth_key, path, 1e6) * kGiga,
+            number(object, "latency_us", path, 1e6, true) * kMicro};
   }
   static std::string join(const std::string& path, const std::string& key) {
     return path.empty() ? key : path + "." + key;
@@ -227,17 +218,17 @@ DeviceModel DeviceModel::from_json(std::string_view text, std::string_view where
   const Json& peak = r.field(root, "peak_tflops", "");
   for (int p = 0; p < kNumMathPrecisions; ++p) {
     m.peak_flops[static_cast<std::size_t>(p)] =
-        r.positive(peak, to_string(static_cast<MathPrecision>(p)), "peak_tflops", 1e6) * kTera;
+        r.number(peak, to_string(static_cast<MathPrecision>(p)), "peak_tflops", 1e6) * kTera;
   }
-  m.memory_bandwidth = r.positive(root, "memory_gb_per_s", "", 1e6) * kGiga;
-  m.launch_latency = r.non_negative(root, "launch_latency_us", "", 1e6) * kMicro;
+  m.memory_bandwidth = r.number(root, "memory_gb_per_s", "", 1e6) * kGiga;
+  m.launch_latency = r.number(root, "launch_latency_us", "", 1e6, true) * kMicro;
   m.memory_bytes =
-      static_cast<std::uint64_t>(r.positive(root, "memory_gib", "", 1 << 20) * double(kGiB));
+      static_cast<std::uint64_t>(r.number(root, "memory_gib", "", 1 << 20) * double(kGiB));
   const Json& host = r.field(root, "host_link", "");
   m.host_pinned = r.link(host, "host_link", "pinned_gb_per_s");
   m.host_pageable = m.host_pinned;
   m.host_pageable.kind += ", pageable (staged)";
-  m.host_pageable.bandwidth = r.positive(host, "pageable_gb_per_s", "host_link", 1e6) * kGiga;
+  m.host_pageable.bandwidth = r.number(host, "pageable_gb_per_s", "host_link", 1e6) * kGiga;
   m.peer = r.link(r.field(root, "peer_link", ""), "peer_link", "gb_per_s");
   if (root.contains("links")) {
     const Json& links = root["links"];

@@ -422,6 +422,9 @@ ProfileSummary summarize(const profiler::Trace& trace) {
     everything.insert(everything.end(), lists[0].begin(), lists[0].end());
     std::int64_t overlapped = 0;
     for (const Interval& i : merged(other)) overlapped += overlap(i, compute_time);
+    const std::vector<Interval> communication = merged(lists[2]);
+    std::int64_t communication_overlapped = 0;
+    for (const Interval& i : communication) communication_overlapped += overlap(i, compute_time);
     TimeBreakdown idle_causes;
     std::vector<const OpEvent*> own;  // by the start of their activity
     for (const OpEvent& e : trace.ops) {
@@ -460,8 +463,9 @@ ProfileSummary summarize(const profiler::Trace& trace) {
     s.breakdown.push_back({.device = device_name(trace, device),
                            .compute_us = to_us(length(compute_time)),
                            .copy_us = to_us(length(merged(lists[1]))),
-                           .communication_us = to_us(length(merged(lists[2]))),
+                           .communication_us = to_us(length(communication)),
                            .overlapped_us = to_us(overlapped),
+                           .communication_overlapped_us = to_us(communication_overlapped),
                            .idle_us = s.span_us - to_us(length(active)),
                            .idle_host_waiting_us = idle_causes.idle_host_waiting_us,
                            .idle_nothing_pushed_us = idle_causes.idle_nothing_pushed_us,

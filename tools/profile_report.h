@@ -125,11 +125,12 @@ struct MemoryFigures {
 /// Analysis splits it (Note [Profile figures]).
 struct TimeBreakdown {
   std::string device;
-  double compute_us = 0;        ///< union of its compute operations' busy time
-  double copy_us = 0;           ///< union of its copies
-  double communication_us = 0;  ///< union of its communication, in flight included
-  double overlapped_us = 0;     ///< copies or communication while it computed
-  double idle_us = 0;           ///< none of these
+  double compute_us = 0;                   ///< union of its compute operations' busy time
+  double copy_us = 0;                      ///< union of its copies
+  double communication_us = 0;             ///< union of its communication, in flight included
+  double overlapped_us = 0;                ///< copies or communication while it computed
+  double communication_overlapped_us = 0;  ///< communication alone while it computed
+  double idle_us = 0;                      ///< none of these
   /// The idle time by cause, summing to idle_us (Note [Profile figures]).
   double idle_host_waiting_us = 0;    ///< nothing pushed yet, a host thread in a wait
   double idle_nothing_pushed_us = 0;  ///< nothing pushed yet, no host thread waiting

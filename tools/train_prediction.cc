@@ -7,6 +7,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "tagflow/tagflow.h"
 #include "tools/profile_report.h"
@@ -19,67 +20,22 @@ namespace {
 /// kBatchesAhead plus the one it waits for).
 constexpr std::size_t kBatchesInFlight = 1;
 
-using Interval = std::pair<std::int64_t, std::int64_t>;
-
-/// The union of `intervals`, as disjoint intervals in order.
-std::vector<Interval> merged(std::vector<Interval> intervals) {
-  std::sort(intervals.begin(), intervals.end());
-  std::vector<Interval> out;
-  for (const Interval& i : intervals) {
-    if (!out.empty() && i.first <= out.back().second) {
-      out.back().second = std::max(out.back().second, i.second);
-    } else {
-      out.push_back(i);
-    }
-  }
-  return out;
-}
-
-std::int64_t length(const std::vector<Interval>& disjoint) {
-  std::int64_t total = 0;
-  for (const Interval& i : disjoint) total += i.second - i.first;
-  return total;
-}
-
-/// The length of the intersection of two unions of disjoint intervals.
-std::int64_t intersection(const std::vector<Interval>& a, const std::vector<Interval>& b) {
-  std::int64_t total = 0;
-  std::size_t j = 0;
-  for (const Interval& i : a) {
-    while (j < b.size() && b[j].second <= i.first) ++j;
-    for (std::size_t k = j; k < b.size() && b[k].first < i.second; ++k) {
-      total += std::min(i.second, b[k].second) - std::max(i.first, b[k].first);
-    }
-  }
-  return total;
-}
-
-/// Per GPU: its communication's device time, and the part of it during
-/// which its compute stream ran other work (Note [Predicted training]).
+/// Per GPU, in seconds: its communication's device time, and the part of it
+/// during which it computed (Note [Predicted training]; the profile's time
+/// breakdown, Note [Profile figures]).
 std::pair<double, double> communication_overlap(const profiler::Trace& trace,
                                                 const std::vector<Context>& devices) {
-  double communication = 0;
-  double overlapped = 0;
-  for (Context device : devices) {
-    std::vector<Interval> compute;
-    std::vector<Interval> communicating;
-    for (const profiler::OpEvent& e : trace.ops) {
-      if (e.ctx != device || e.device_started_ns < 0 || e.device_ended_ns <= e.device_started_ns) {
-        continue;
-      }
-      const Interval span{e.device_started_ns, e.device_ended_ns};
-      if (kind_of(e) == OpKind::kCommunication) {
-        communicating.push_back(span);
-      } else if (kind_of(e) == OpKind::kCompute) {
-        compute.push_back(span);
-      }
-    }
-    const std::vector<Interval> comm = merged(std::move(communicating));
-    communication += static_cast<double>(length(comm)) * 1e-9;
-    overlapped += static_cast<double>(intersection(comm, merged(std::move(compute)))) * 1e-9;
+  double communication_us = 0;
+  double overlapped_us = 0;
+  for (const TimeBreakdown& t : summarize(trace).breakdown) {
+    const bool listed =
+        std::any_of(devices.begin(), devices.end(), [&](Context c) { return c.str() == t.device; });
+    if (!listed) continue;
+    communication_us += t.communication_us;
+    overlapped_us += t.communication_overlapped_us;
   }
-  const auto n = static_cast<double>(devices.size());
-  return {communication / n, overlapped / n};
+  const double n = 1e6 * static_cast<double>(devices.size());
+  return {communication_us / n, overlapped_us / n};
 }
 
 }  // namespace
@@ -99,8 +55,12 @@ bool timing_only_devices(const std::vector<Context>& devices) {
 }
 
 std::vector<PredictedEpoch> predict_training(const TrainOptions& options) {
+  std::vector<std::string> names;
+  for (Context c : options.devices) names.push_back(c.str());
   TAGFLOW_CHECK(timing_only_devices(options.devices),
-                "train: a prediction needs timing-only GPUs (TAGFLOW_SIM_GPUS=N:MODEL:timing)");
+                "train: a prediction needs timing-only GPUs (TAGFLOW_SIM_GPUS=N:MODEL:timing), "
+                "got none among the devices {}",
+                fmt::join(names, ", "));
   const auto refuse = [](bool given, const char* option) {
     TAGFLOW_CHECK(!given,
                   "train: {} needs values, which timing-only GPUs do not compute (they time "

@@ -184,6 +184,38 @@ TEST(ProfileReportTest, AModelledTraceSaysItsTimesArePredictions) {
   EXPECT_EQ(tables[0].rows[1], tools::figure_tables(tools::summarize(synthetic()))[0].rows[1]);
 }
 
+TEST(ProfileReportTest, CommunicationUnderComputeIsCountedApartFromCopies) {
+  // gpu(0): compute [0, 100] us; a gradient sum on the copy queue [50, 150];
+  // a plain copy [60, 70], inside both.
+  profiler::Trace t;
+  t.ops.push_back({.name = "backward",
+                   .ctx = gpu(0),
+                   .seq = 1,
+                   .device_started_ns = 0,
+                   .device_ended_ns = 100 * us});
+  t.ops.push_back({.name = "allreduce",
+                   .ctx = gpu(0),
+                   .queue = QueueKind::kCopy,
+                   .seq = 2,
+                   .priority = kCommunicationPriority,
+                   .device_started_ns = 50 * us,
+                   .device_ended_ns = 150 * us});
+  t.ops.push_back({.name = "copy",
+                   .ctx = gpu(0),
+                   .queue = QueueKind::kCopy,
+                   .seq = 3,
+                   .device_started_ns = 60 * us,
+                   .device_ended_ns = 70 * us});
+  const tools::ProfileSummary s = tools::summarize(t);
+  ASSERT_EQ(s.breakdown.size(), 1u);
+  const tools::TimeBreakdown& b = s.breakdown[0];
+  EXPECT_DOUBLE_EQ(b.compute_us, 100);
+  EXPECT_DOUBLE_EQ(b.copy_us, 10);
+  EXPECT_DOUBLE_EQ(b.communication_us, 100);
+  EXPECT_DOUBLE_EQ(b.communication_overlapped_us, 50);  // [50, 100]
+  EXPECT_DOUBLE_EQ(b.overlapped_us, 50);                // the copy lies inside that
+}
+
 TEST(ProfileReportTest, AnAsynchronousOperationKeepsItsWorkerBusyOnlyUntilItReturns) {
   // allreduce on cpu(1): its closure runs [100, 110], then it is in flight
   // until 500; scale on cpu(1) runs [520, 540]. Through the file format.
