@@ -162,6 +162,16 @@ ParameterPtr Block::register_parameter(const std::string& suffix, Shape shape,
   return parameter;
 }
 
+ParameterPtr Block::adopt_parameter(const std::string& suffix, ParameterPtr parameter) {
+  TAGFLOW_CHECK(parameter != nullptr, "{}: cannot adopt an empty parameter", name_);
+  TAGFLOW_CHECK(parameter->owner_.empty(), "{}: parameter {} already belongs to block {}", name_,
+                parameter->name(), parameter->owner_);
+  parameter->name_ = name_ + "_" + suffix;
+  parameter->owner_ = name_;
+  parameters_.emplace_back(suffix, parameter);
+  return parameter;
+}
+
 void Block::add_child(std::shared_ptr<Block> child) {
   TAGFLOW_CHECK(child != nullptr, "{}: cannot add an empty block", name_);
   children_.push_back(std::move(child));

@@ -115,6 +115,11 @@ class Block {
   ParameterPtr register_parameter(const std::string& suffix, Shape shape,
                                   init::InitializerPtr init = nullptr,
                                   GradReq grad_req = GradReq::kWrite);
+  /// Makes `parameter`, made apart from any block (as a Python subclass
+  /// makes `gluon.Parameter("weight", shape=...)` before assigning it), this
+  /// block's under `suffix`, renamed "<block>_<suffix>". Throws
+  /// tagflow::Error when it already belongs to a block.
+  ParameterPtr adopt_parameter(const std::string& suffix, ParameterPtr parameter);
   /// Makes `child` a child of this block (its parameters become this
   /// block's, its position names them in files) and returns it, typed:
   ///

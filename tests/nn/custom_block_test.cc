@@ -291,6 +291,41 @@ TEST(CustomBlockTest, SeveralInputsAndBranches) {
                 "forward_inputs()");
 }
 
+/// A block whose parameter is made apart and adopted, as a Python subclass
+/// makes one (`self.scale = gluon.Parameter("scale", shape=(1,))`).
+class Scaled : public nn::Block {
+ public:
+  explicit Scaled(nn::ParameterPtr scale) : nn::Block("scaled") {
+    scale_ = adopt_parameter("scale", std::move(scale));
+  }
+  NDArray forward(const NDArray& x) override { return x * scale_->data(x.context()); }
+  nn::ParameterPtr adopt_again(nn::ParameterPtr p) {
+    return adopt_parameter("again", std::move(p));
+  }
+
+ private:
+  nn::ParameterPtr scale_;
+};
+
+TEST(CustomBlockTest, AnAdoptedParameterIsNamedTrainedAndSavedAsTheBlocksOwn) {
+  auto made = std::make_shared<nn::Parameter>("scale", Shape{1}, init::One());
+  nn::Sequential net;
+  auto block = std::make_shared<Scaled>(made);
+  net.add(block);
+  EXPECT_EQ(made->name(), block->name() + "_scale");
+  ASSERT_EQ(net.collect_params().size(), 1u);
+  EXPECT_EQ(net.structural_params().at(0).first, "0.scale");
+  net.initialize(cpu());
+  EXPECT_EQ(net(array({2.f, 3.f})).to_vector<float>(), (std::vector<float>{2.f, 3.f}));
+  // A parameter belongs to one block: adopting it again is refused, and
+  // changes nothing.
+  const std::string message = error_of([&] { block->adopt_again(made); });
+  EXPECT_NE(message.find("already belongs to block " + block->name()), std::string::npos)
+      << message;
+  EXPECT_EQ(net.collect_params().size(), 1u);
+  EXPECT_EQ(made->name(), block->name() + "_scale");
+}
+
 TEST(CustomBlockTest, TypedAccessToChildren) {
   nn::Sequential net;
   net.add(nn::Dense(4, "relu"), nn::Activation("tanh"), DenseResidual(4));
