@@ -12,12 +12,15 @@ packages=(
   libcli11-dev     # command line
   libopenblas-dev libopenblas-pthread-dev  # CPU matrix products
   libdnnl-dev      # oneDNN: CPU convolutions (Note [Convolution on the CPU])
+  ocl-icd-opencl-dev  # oneDNN's CMake package looks for OpenCL (a recommends of libdnnl-dev)
   zlib1g-dev       # gzip-compressed IDX data files
   nlohmann-json3-dev  # safetensors headers
   dataset-fashion-mnist  # the tutorials' data set
   ccache           # used when present
   clang-format     # the style check in CI
   python3          # tests/readme: the README's C++ examples, extracted at configure time
+  python3-dev pybind11-dev python3-numpy  # the Python module (python/)
+  python3-pytest   # its tests (tests/python)
   openmpi-bin libopenmpi-dev  # training across processes (mpirun, nn/dist/mpi_communicator.cc)
   clang-14 libclang-rt-14-dev  # the fuzz targets: clang++-14 and libFuzzer (scripts/fuzz.sh)
   chromium-headless-shell  # the profile page's browser test (tests/tools/profile_page_browser_test.py)

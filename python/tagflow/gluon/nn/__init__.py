@@ -1,0 +1,37 @@
+"""Layers, as ``mx.gluon.nn``: the C++ library's, and ``Block`` for your own."""
+
+from ..._core.gluon import (  # noqa: F401
+    Activation, AvgPool2D, BatchNorm, Conv2D, Dense, Dropout, Flatten, GlobalAvgPool2D,
+    GlobalMaxPool2D, MaxPool2D,
+)
+from ..._core.gluon import Sequential as _CoreSequential
+from ..block import Block, HybridBlock  # noqa: F401
+
+
+class Sequential(_CoreSequential):
+    """Children called one after the other::
+
+        net = nn.Sequential()
+        net.add(nn.Dense(256, activation="relu"), nn.Dense(10))
+    """
+
+    def __init__(self, prefix=None, params=None):
+        del prefix, params
+        _CoreSequential.__init__(self)
+        self._python_children = []
+
+    def add(self, *blocks):
+        """Appends blocks; a block written in Python is kept alive with it."""
+        for block in blocks:
+            self._add(block)
+            self._python_children.append(block)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            part = Sequential()
+            part.add(*self._python_children[index])
+            return part
+        return self._python_children[index]
+
+
+HybridSequential = Sequential
