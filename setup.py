@@ -56,4 +56,6 @@ setup(
     ext_modules=[Extension("tagflow._core", sources=[])],
     cmdclass={"build_ext": CMakeBuild},
     zip_safe=False,
+    # setuptools' own files, out of the way of the CMake tree `build/`.
+    options={"build": {"build_base": "build-python/setuptools"}},
 )
