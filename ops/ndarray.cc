@@ -34,9 +34,23 @@ Chunk::Chunk(Context ctx, std::uint64_t bytes) : ctx_(ctx) {
   }
 }
 
+Chunk::Chunk(Context ctx, void* data, std::uint64_t bytes, std::function<void()> release)
+    : ctx_(ctx), block_{data, bytes}, release_(std::move(release)) {
+  Engine& engine = Engine::get();
+  (void)Storage::get().allocator(ctx);  // refuses a device that does not exist
+  var_ = engine.new_var();
+}
+
 Chunk::~Chunk() {
   // The memory goes back once the variable's last operation has completed,
-  // device work included (Engine::delete_var's deleter).
+  // device work included (Engine::delete_var's deleter): to its allocator,
+  // or to whoever owns it.
+  if (allocator_ == nullptr) {
+    Engine::get().delete_var(var_, [release = std::move(release_)] {
+      if (release) release();
+    });
+    return;
+  }
   Engine::get().delete_var(var_,
                            [allocator = allocator_, block = block_] { allocator->release(block); });
 }
@@ -62,6 +76,18 @@ NDArray::NDArray(Shape shape, DType dtype, Context ctx)
     : chunk_(std::make_shared<detail::Chunk>(ctx, bytes_of(shape, dtype))),
       shape_(shape),
       dtype_(dtype) {}
+
+NDArray NDArray::from_memory(void* data, Shape shape, DType dtype, Context ctx,
+                             std::function<void()> release) {
+  TAGFLOW_CHECK(data != nullptr || shape.size() == 0,
+                "from_memory: expected the address of {} elements, got null", shape.size());
+  TAGFLOW_CHECK(reinterpret_cast<std::uintptr_t>(data) % dtype_size(dtype) == 0,
+                "from_memory: expected {} memory aligned to {} bytes, got address {}",
+                dtype_name(dtype), dtype_size(dtype), data);
+  auto chunk =
+      std::make_shared<detail::Chunk>(ctx, data, bytes_of(shape, dtype), std::move(release));
+  return NDArray(std::move(chunk), shape, dtype, 0);
+}
 
 void NDArray::check_defined(const char* what) const {
   TAGFLOW_CHECK(chunk_ != nullptr, "{}: the array is empty (default-constructed NDArray)", what);

@@ -15,6 +15,7 @@
 // expand_dims) share the memory and the variable of the array they view.
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <iosfwd>
 #include <memory>
@@ -49,6 +50,9 @@ class Chunk {
  public:
   /// Allocates `bytes` on `ctx`; throws DeviceError or OutOfMemoryError.
   Chunk(Context ctx, std::uint64_t bytes);
+  /// Memory owned elsewhere (NDArray::from_memory): `release` is called
+  /// instead of an allocator once the variable's last operation completed.
+  Chunk(Context ctx, void* data, std::uint64_t bytes, std::function<void()> release);
   ~Chunk();
   Chunk(const Chunk&) = delete;
   Chunk& operator=(const Chunk&) = delete;
@@ -59,8 +63,9 @@ class Chunk {
 
  private:
   Context ctx_;
-  Allocator* allocator_ = nullptr;
+  Allocator* allocator_ = nullptr;  ///< null for memory owned elsewhere
   MemoryBlock block_;
+  std::function<void()> release_;  ///< that memory's owner's release
   VarHandle var_ = nullptr;
 };
 
@@ -72,6 +77,17 @@ class NDArray {
   NDArray() = default;
   /// A new, uninitialised array (see `empty()` in creation.h).
   NDArray(Shape shape, DType dtype, Context ctx);
+  /// An array over memory that something else owns (a tensor of another
+  /// library, passed by DLPack), without a copy: `data` holds a row-major
+  /// `shape` of `dtype` on `ctx`, aligned to the element size, and stays
+  /// valid until `release` is called. That happens once, on an engine
+  /// thread or the caller's, after the last handle to the array is gone and
+  /// every operation pushed on it has completed, as memory of tagflow's own
+  /// goes back to its allocator. Throws DeviceError for a device that does
+  /// not exist, tagflow::Error for a null or misaligned `data`; `release`
+  /// is then not called (the memory is still the caller's).
+  static NDArray from_memory(void* data, Shape shape, DType dtype, Context ctx,
+                             std::function<void()> release);
 
   bool defined() const { return chunk_ != nullptr; }
   const Shape& shape() const { return shape_; }

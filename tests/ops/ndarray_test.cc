@@ -111,6 +111,44 @@ TEST(NDArrayTest, MethodsAreTheFreeFunctions) {
   EXPECT_EQ(x.sum().asscalar<float>(), 4.25f);
 }
 
+TEST(NDArrayTest, FromMemoryComputesInPlaceAndReleasesOnceAfterTheLastOperation) {
+  std::vector<float> owned = {1.f, 2.f, 3.f, 4.f, 5.f, 6.f};
+  std::atomic<int> released{0};
+  {
+    NDArray a = NDArray::from_memory(owned.data(), {2, 3}, DType::kFloat32, cpu(0),
+                                     [&] { released.fetch_add(1); });
+    EXPECT_EQ((a * 2.f).to_vector<float>(), (std::vector<float>{2, 4, 6, 8, 10, 12}));
+    a += 1.f;  // writes the owner's memory
+    a.wait_to_read();
+    EXPECT_EQ(owned, (std::vector<float>{2, 3, 4, 5, 6, 7}));
+    NDArray row = a[1];  // a view keeps the memory too
+    a = NDArray();
+    EXPECT_EQ(released.load(), 0);
+    EXPECT_EQ(row.to_vector<float>(), (std::vector<float>{5, 6, 7}));
+  }
+  Engine::get().wait_for_all();
+  EXPECT_EQ(released.load(), 1);
+}
+
+TEST(NDArrayTest, FromMemoryRefusesWhatCannotBeAnArray) {
+  std::vector<float> owned(4);
+  bool released = false;
+  const auto release = [&] { released = true; };
+  const std::string misaligned = testing::error_of([&] {
+    NDArray::from_memory(reinterpret_cast<char*>(owned.data()) + 1, {2}, DType::kFloat32, cpu(0),
+                         release);
+  });
+  EXPECT_NE(misaligned.find("aligned to 4 bytes"), std::string::npos) << misaligned;
+  EXPECT_NE(testing::error_of([&] {
+              NDArray::from_memory(nullptr, {2}, DType::kFloat32, cpu(0), release);
+            }).find("got null"),
+            std::string::npos);
+  EXPECT_THROW(NDArray::from_memory(owned.data(), {4}, DType::kFloat32, gpu(99), release),
+               DeviceError);
+  Engine::get().wait_for_all();
+  EXPECT_FALSE(released);  // still the caller's
+}
+
 TEST(NDArrayTest, ViewsShareMemoryAndVariable) {
   for (Context ctx : all_devices()) {
     NDArray a = array(iota(24), {2, 3, 4}, ctx);
