@@ -23,14 +23,16 @@ find_package(Python 3.9 COMPONENTS Interpreter Development.Module QUIET)
 if(Python_FOUND)
   find_package(pybind11 2.10 CONFIG QUIET)
 endif()
-if(Python_FOUND AND pybind11_FOUND)
+# DLPack's header (Debian's libdlpack-dev): arrays to and from other libraries.
+find_path(TAGFLOW_DLPACK_INCLUDE_DIR dlpack/dlpack.h)
+if(Python_FOUND AND pybind11_FOUND AND TAGFLOW_DLPACK_INCLUDE_DIR)
   set(TAGFLOW_HAVE_PYTHON ON)
   message(STATUS "tagflow: Python module ON (Python ${Python_VERSION} at ${Python_EXECUTABLE}, "
                  "pybind11 ${pybind11_VERSION})")
 elseif(TAGFLOW_PYTHON STREQUAL "ON")
-  message(FATAL_ERROR "tagflow: TAGFLOW_PYTHON=ON needs Python's headers and pybind11; install "
-                      "python3-dev and pybind11-dev (scripts/setup.sh) or configure with "
-                      "-DTAGFLOW_PYTHON=OFF")
+  message(FATAL_ERROR "tagflow: TAGFLOW_PYTHON=ON needs Python's headers, pybind11 and DLPack's "
+                      "header; install python3-dev, pybind11-dev and libdlpack-dev "
+                      "(scripts/setup.sh) or configure with -DTAGFLOW_PYTHON=OFF")
 else()
-  message(STATUS "tagflow: Python module OFF (Python's headers or pybind11 not found)")
+  message(STATUS "tagflow: Python module OFF (Python's headers, pybind11 or dlpack.h not found)")
 endif()

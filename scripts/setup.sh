@@ -19,7 +19,7 @@ packages=(
   ccache           # used when present
   clang-format     # the style check in CI
   python3          # tests/readme: the README's C++ examples, extracted at configure time
-  python3-dev pybind11-dev python3-numpy  # the Python module (python/)
+  python3-dev pybind11-dev python3-numpy libdlpack-dev  # the Python module (python/)
   python3-pytest   # its tests (tests/python)
   openmpi-bin libopenmpi-dev  # training across processes (mpirun, nn/dist/mpi_communicator.cc)
   clang-14 libclang-rt-14-dev  # the fuzz targets: clang++-14 and libFuzzer (scripts/fuzz.sh)

@@ -75,5 +75,6 @@ void bind_autograd(py::module_& m);
 void bind_engine(py::module_& m);
 void bind_gluon(py::module_& m);
 void bind_data(py::module_& m);
+void bind_dlpack(py::module_& m);
 
 }  // namespace tagflow::python

@@ -33,6 +33,7 @@ PYBIND11_MODULE(_core, m) {
   bind_arrays(m);
   bind_waits(m);
   bind_array_functions(m);
+  bind_dlpack(m);
   bind_autograd(m);
   bind_engine(m);
   bind_gluon(m);

@@ -12,7 +12,8 @@ import numpy as _numpy
 
 from .._core import ndarray  # noqa: F401
 from .._core.np import (  # noqa: F401
-    abs, add, arange, array, clip, concatenate, divide, dot, empty, exp, full, log, matmul, max,
+    abs, add, arange, array, clip, concatenate, divide, dot, empty, exp, from_dlpack, full, log,
+    matmul, max,
     maximum, mean, min, minimum, multiply, negative, ones, ones_like, power, sqrt, square, stack,
     subtract, sum, tanh, transpose, where, zeros, zeros_like,
 )
