@@ -24,12 +24,18 @@ function(tagflow_add_layer name)
   # worker's identity, the object pool's caches, the autograd mode...) calls
   # __tls_get_addr: a 4-element `a + b` took 3,663 instructions through
   # libtagflow.so against 3,354 through libtagflow.a (callgrind). The
-  # initial-exec model makes each access one load, as in a program: 3,418
-  # against 3,417.
-  # It needs the library's thread-locals (176 bytes) in the static TLS block,
-  # which the library gets when a program links it, and, loaded later with
-  # dlopen (a Python module), from the surplus glibc keeps for that.
-  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-ftls-model=initial-exec>)
+  # initial-exec model made each access one load (3,418), but it needs the
+  # library's thread-locals in the static TLS block, which a library loaded
+  # late with dlopen (the Python module, after PyTorch has taken the
+  # surplus glibc keeps for that) does not get: the import failed with
+  # "cannot allocate memory in static TLS block". TLS descriptors (GNU2
+  # dialect) give both: glibc resolves each access once to the static block
+  # where the library got room there (an indirect call that returns a
+  # constant offset), and to dynamically allocated storage where it did not.
+  # A 4-element `a + b` through libtagflow.so: 3,448 instructions against
+  # initial-exec's 3,394 (callgrind, 40,000 operations, two runs each); in a
+  # program linking libtagflow.a the linker turns them into plain loads.
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-mtls-dialect=gnu2>)
   # What a program linking the static library must link as well.
   set_property(GLOBAL APPEND PROPERTY TAGFLOW_LAYER_LIBRARIES_${name}
                ${arg_PUBLIC_LIBS} ${arg_PRIVATE_LIBS})
