@@ -2,8 +2,10 @@
 
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "bindings.h"
+#include "tools/info_text.h"
 
 namespace tagflow::python {
 
@@ -18,6 +20,15 @@ void bind_engine(py::module_& m) {
       "kind",
       [] { return Engine::get().config().kind == EngineKind::kNaive ? "naive" : "threaded"; },
       "The engine in use: 'threaded' or 'naive' (TAGFLOW_ENGINE).");
+  m.def(
+      "info",
+      [] {
+        std::string text = tools::info_text();
+        text +=
+            fmt::format("  {:<20} {}\n", "MPI", "in libtagflow_dist, which Python does not load");
+        return text;
+      },
+      "What `tagflow info` prints: devices, configuration (environment) and build.");
   engine.def(
       "device_status", [] { return Engine::get().device_status(); },
       "The GPUs present, real or simulated, in words.");

@@ -60,5 +60,11 @@ __all__ = [
     "CommunicationError", "StaleVariableError", "ForkError", "NotComputedError",
     "WaitInsideOperationError",
     "nd", "np", "npx", "ndarray", "numpy", "numpy_extension", "autograd", "context",
-    "engine", "profiler", "init", "random", "gluon",
+    "engine", "profiler", "init", "random", "gluon", "info",
 ]
+
+
+def info():
+    """Prints what ``tagflow info`` prints: the devices (simulated ones said
+    so), the configuration read from the environment, and the build."""
+    print(_core.info(), end="")
