@@ -1,9 +1,13 @@
 // DLPack: arrays to and from other libraries (PyTorch, NumPy, JAX) without a
 // copy, on the same device.
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <dlpack/dlpack.h>
@@ -28,6 +32,14 @@ namespace {
 // tagflow's arrays are; a tensor with other strides is refused.
 // A CUDA tensor must be complete when it is imported: tagflow's streams do
 // not wait for the other library's (with PyTorch, torch.cuda.synchronize()).
+//
+// The other library's deleter may need the GIL (NumPy's takes it), and the
+// last operation on an imported array may complete on an engine thread while
+// the thread holding the GIL waits for the engine (a push held back by
+// TAGFLOW_MAX_PENDING_OPS): the worker would stop until the engine's stall
+// watch let that push through. So a thread without the GIL hands the
+// deleter to a releasing thread of its own, which waits for the GIL instead
+// of an engine thread.
 
 constexpr const char* kCapsuleName = "dltensor";
 constexpr const char* kUsedCapsuleName = "used_dltensor";
@@ -123,6 +135,48 @@ Context context_of_dl(const DLDevice& device) {
   }
 }
 
+/// Calls imported tensors' deleters on a thread of its own (Note [DLPack]).
+class Releaser {
+ public:
+  static void release(DLManagedTensor* managed) {
+    if (managed->deleter == nullptr) return;
+    if (PyGILState_Check() != 0) {
+      managed->deleter(managed);
+      return;
+    }
+    static Releaser* releaser = new Releaser();  // lives as long as the process
+    releaser->post(managed);
+  }
+
+ private:
+  Releaser() {
+    std::thread([this] { run(); }).detach();
+  }
+  void post(DLManagedTensor* managed) {
+    {
+      std::lock_guard lock(mutex_);
+      pending_.push_back(managed);
+    }
+    posted_.notify_one();
+  }
+  [[noreturn]] void run() {
+    for (;;) {
+      DLManagedTensor* managed = nullptr;
+      {
+        std::unique_lock lock(mutex_);
+        posted_.wait(lock, [&] { return !pending_.empty(); });
+        managed = pending_.front();
+        pending_.pop_front();
+      }
+      managed->deleter(managed);
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable posted_;
+  std::deque<DLManagedTensor*> pending_;
+};
+
 void delete_exported(DLManagedTensor* managed) {
   delete static_cast<Exported*>(managed->manager_ctx);  // the array's handle: no Python
 }
@@ -190,10 +244,8 @@ NDArray from_dlpack(const py::object& source) {
     }
   }
   void* data = static_cast<char*>(tensor.data) + tensor.byte_offset;
-  NDArray array =
-      NDArray::from_memory(data, Shape(std::span<const std::int64_t>(dims)), dtype, ctx, [managed] {
-        if (managed->deleter != nullptr) managed->deleter(managed);
-      });
+  NDArray array = NDArray::from_memory(data, Shape(std::span<const std::int64_t>(dims)), dtype, ctx,
+                                       [managed] { Releaser::release(managed); });
   if (PyCapsule_SetName(capsule.ptr(), kUsedCapsuleName) != 0) throw py::error_already_set();
   return array;
 }

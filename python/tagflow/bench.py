@@ -8,8 +8,9 @@ table, then one JSON line per result)::
 pushed to the engine and never waited for, as ``tagflow bench ops
 --case small-add`` times the C++ call: each run pushes ``--ops`` operations
 and waits for them once; the figure is the run's time over its operations,
-median and spread over ``--runs`` runs. With ``--torch`` it times PyTorch's
-``torch.add`` on CPU tensors the same way (when PyTorch is importable).
+median and spread over ``--runs`` runs. With ``--torch-python PYTHON`` it
+times PyTorch's ``x + y`` on 4-element CPU tensors the same way, in that
+interpreter (a process of its own).
 
 ``lenet`` trains the LeNet of ``tagflow train`` (same layers, Xavier
 initialization, SGD, seed 1, batch 256, shuffled Fashion-MNIST) written with
@@ -28,6 +29,34 @@ def _median_spread(values):
     return statistics.median(values), min(values), max(values)
 
 
+_TORCH_SMALL_ADD = """
+import json, sys, time
+import torch
+torch.set_num_threads(2)  # as tools/pytorch_small_add.py
+ops, runs = int(sys.argv[1]), int(sys.argv[2])
+x, y = torch.ones(4), torch.ones(4)
+timings = []
+for _ in range(runs):
+    start = time.perf_counter()
+    for _ in range(ops):
+        z = x + y
+    timings.append((time.perf_counter() - start) / ops * 1e6)
+assert z.tolist() == [2.0] * 4
+print(json.dumps({"version": torch.__version__, "timings": timings}))
+"""
+
+
+def _torch_small_add(args):
+    """PyTorch's c = a + b the same way, in its own interpreter (a process of
+    its own: PyTorch's wheels bring their own NCCL)."""
+    import subprocess
+
+    out = subprocess.run([args.torch_python, "-c", _TORCH_SMALL_ADD, str(args.ops), str(args.runs)],
+                         capture_output=True, text=True, check=True).stdout
+    result = json.loads(out.strip().splitlines()[-1])
+    return ("torch " + result["version"], result["timings"])
+
+
 def small_add(args):
     from tagflow import nd
 
@@ -43,22 +72,8 @@ def small_add(args):
         per_op.append((time.perf_counter() - start) / args.ops * 1e6)
     assert c.asnumpy().tolist() == [2.0] * 4
     results = [("tagflow", per_op)]
-    if args.torch:
-        try:
-            import torch
-        except ImportError:
-            print("small-add: PyTorch is not importable here; --torch skipped", file=sys.stderr)
-        else:
-            torch.set_num_threads(1)
-            x, y = torch.ones(4), torch.ones(4)
-            timings = []
-            for _ in range(args.runs):
-                start = time.perf_counter()
-                for _ in range(args.ops):
-                    z = x + y
-                timings.append((time.perf_counter() - start) / args.ops * 1e6)
-            assert z.tolist() == [2.0] * 4
-            results.append(("torch " + torch.__version__, timings))
+    if args.torch_python:
+        results.append(_torch_small_add(args))
     print("%-24s %12s %12s %12s" % ("small-add (Python)", "median us", "min us", "max us"))
     for name, timings in results:
         median, low, high = _median_spread(timings)
@@ -133,7 +148,8 @@ def main(argv=None):
     add = cases.add_parser("small-add", help="a tiny c = a + b from Python, per operation")
     add.add_argument("--ops", type=int, default=200000, help="operations per run")
     add.add_argument("--runs", type=int, default=5, help="runs (the median is reported)")
-    add.add_argument("--torch", action="store_true", help="time PyTorch's the same way too")
+    add.add_argument("--torch-python", metavar="PYTHON",
+                     help="an interpreter with PyTorch: time its c = a + b the same way too")
     net = cases.add_parser("lenet", help="LeNet training from Python, images per second")
     net.add_argument("--epochs", type=int, default=2)
     net.add_argument("--devices", default="cpu:0", help="as tagflow train's: cpu:0,cpu:1 or gpu:0,gpu:1")

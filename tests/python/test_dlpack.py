@@ -66,3 +66,34 @@ def test_pytorch_when_present():
     assert t.tolist() == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
     back = torch.from_dlpack(nd.ones((2, 2)) * 3)
     assert back.tolist() == [[3.0, 3.0], [3.0, 3.0]]
+
+
+def test_numpy_memory_released_while_the_pusher_is_held_back_does_not_deadlock():
+    # NumPy's deleter takes the GIL. The one worker finishes a product of
+    # the imported array, which frees it, while this thread, holding the GIL,
+    # pushes beyond TAGFLOW_MAX_PENDING_OPS and waits for that worker (Note
+    # [DLPack]): every array is released and every value right, in time.
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import numpy as onp
+        from tagflow import nd
+        total = 0.0
+        for _ in range(3):
+            a = nd.from_dlpack(onp.full((384, 384), 1.0 / 384, dtype=onp.float32))
+            product = nd.dot(a, a)       # the worker is busy with this one
+            del a                        # freed when the product is done
+            b = nd.zeros(4)
+            for _ in range(5000):        # beyond 256 pending: the pushes wait
+                b = b + 1
+            total += float(product.sum().asscalar()) + float(b.sum().asscalar())
+        print(total)
+    """)
+    env = dict(os.environ, TAGFLOW_MAX_PENDING_OPS="256", TAGFLOW_CPU_WORKERS="1")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60, env=env)
+    assert run.returncode == 0, run.stderr
+    assert float(run.stdout) == pytest.approx(3 * (384.0 + 20000.0), rel=1e-5)
