@@ -117,6 +117,7 @@ def lenet(args):
         start = time.perf_counter()
         images = 0
         total = None
+        in_flight = []
         for data, label in train_data:
             parts = gluon.utils.split_and_load(data, devices)
             labels = gluon.utils.split_and_load(label, devices)
@@ -131,6 +132,12 @@ def lenet(args):
                 batch_total = batch_total + s.as_in_context(devices[0])
             total = batch_total if total is None else total + batch_total
             images += data.shape[0]
+            # Two batches in flight at most, as tagflow train keeps them
+            # (Note [Batches in flight] in tools/train.cc): the host waits for
+            # the loss of the batch before last instead of running ahead.
+            in_flight.append(batch_total)
+            if len(in_flight) > 2:
+                in_flight.pop(0).wait_to_read()
         loss = float(total.asscalar()) / images
         seconds = time.perf_counter() - start
         rates.append(images / seconds)
