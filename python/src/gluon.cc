@@ -443,35 +443,93 @@ children and parameters as attributes, and defines forward().)doc")
       .def_property_readonly("running_var", &nn::BatchNorm::running_var);
 }
 
+/// A loss as a Python callable: `loss(pred, label)`, one value per sample,
+/// times `weight` when one is given.
 template <typename Loss>
-void bind_loss(py::module_& m, const char* name, Loss loss_of(const py::kwargs&)) {
-  py::class_<Loss>(m, name)
-      .def(py::init([loss_of](const py::kwargs& options) { return loss_of(options); }))
-      .def("__call__", [](const Loss& loss, const NDArray& pred, const NDArray& label) {
-        const Flavor flavor = flavor_for(py::cast(pred));
-        NDArray out;
-        {
-          py::gil_scoped_release released;
-          out = loss(pred, label);
-        }
-        return wrap(std::move(out), flavor);
-      });
+class PythonLoss {
+ public:
+  PythonLoss(Loss loss, double weight) : loss_(std::move(loss)), weight_(weight) {}
+  py::object operator()(const NDArray& pred, const NDArray& label) const {
+    const Flavor flavor = flavor_for(py::cast(pred));
+    NDArray out;
+    {
+      py::gil_scoped_release released;
+      out = loss_(pred, label);
+      if (weight_ != 1.0) out = out * weight_;
+    }
+    return wrap(std::move(out), flavor);
+  }
+
+ private:
+  Loss loss_;
+  double weight_;
+};
+
+/// Refuses what MXNet's losses take and these do not compute, instead of
+/// ignoring it.
+void check_loss_options(const char* loss, int batch_axis, const py::handle& weight) {
+  if (batch_axis != 0) {
+    throw py::value_error(std::string(loss) + ": only batch_axis=0 is supported, got " +
+                          std::to_string(batch_axis));
+  }
+  if (!weight.is_none() && !py::isinstance<py::float_>(weight) &&
+      !py::isinstance<py::int_>(weight)) {
+    throw py::type_error(std::string(loss) + ": weight is a number (or None)");
+  }
+}
+
+double weight_of(const py::handle& weight) {
+  return weight.is_none() ? 1.0 : weight.cast<double>();
 }
 
 void bind_training(py::module_& m) {
   py::module_ loss = m.def_submodule("loss", "Losses (tagflow.gluon.loss): per-sample values.");
-  bind_loss<nn::SoftmaxCrossEntropyLoss>(loss, "SoftmaxCrossEntropyLoss", [](const py::kwargs& kw) {
-    return nn::SoftmaxCrossEntropyLoss(kw.contains("sparse_label") ? kw["sparse_label"].cast<bool>()
-                                                                   : true);
-  });
-  bind_loss<nn::L2Loss>(loss, "L2Loss", [](const py::kwargs&) { return nn::L2Loss(); });
-  bind_loss<nn::L1Loss>(loss, "L1Loss", [](const py::kwargs&) { return nn::L1Loss(); });
+  using SoftmaxLoss = PythonLoss<nn::SoftmaxCrossEntropyLoss>;
+  py::class_<SoftmaxLoss>(loss, "SoftmaxCrossEntropyLoss")
+      .def(py::init([](int axis, bool sparse_label, bool from_logits, const py::handle& weight,
+                       int batch_axis) {
+             check_loss_options("SoftmaxCrossEntropyLoss", batch_axis, weight);
+             if (axis != -1) {
+               throw py::value_error(
+                   "SoftmaxCrossEntropyLoss: only axis=-1 (the classes last) is "
+                   "supported, got " +
+                   std::to_string(axis));
+             }
+             if (from_logits) {
+               throw py::value_error(
+                   "SoftmaxCrossEntropyLoss: from_logits=True (log-probabilities given) is not "
+                   "supported: give the scores");
+             }
+             return SoftmaxLoss(nn::SoftmaxCrossEntropyLoss(sparse_label), weight_of(weight));
+           }),
+           py::arg("axis") = -1, py::arg("sparse_label") = true, py::arg("from_logits") = false,
+           py::arg("weight") = py::none(), py::arg("batch_axis") = 0)
+      .def("__call__", &SoftmaxLoss::operator(), py::arg("pred"), py::arg("label"));
+  using L2 = PythonLoss<nn::L2Loss>;
+  py::class_<L2>(loss, "L2Loss")
+      .def(py::init([](const py::handle& weight, int batch_axis) {
+             check_loss_options("L2Loss", batch_axis, weight);
+             return L2(nn::L2Loss(), weight_of(weight));
+           }),
+           py::arg("weight") = 1.0, py::arg("batch_axis") = 0)
+      .def("__call__", &L2::operator(), py::arg("pred"), py::arg("label"));
+  using L1 = PythonLoss<nn::L1Loss>;
+  py::class_<L1>(loss, "L1Loss")
+      .def(py::init([](const py::handle& weight, int batch_axis) {
+             check_loss_options("L1Loss", batch_axis, weight);
+             return L1(nn::L1Loss(), weight_of(weight));
+           }),
+           py::arg("weight") = py::none(), py::arg("batch_axis") = 0)
+      .def("__call__", &L1::operator(), py::arg("pred"), py::arg("label"));
 
   py::class_<nn::Trainer>(m, "Trainer", R"doc(
 Applies an optimizer ('sgd', 'nag', 'adam') to a network's parameters, summing
 the gradients of the copies on several devices first, as gluon.Trainer.)doc")
+      // kvstore, compression_params and update_on_kvstore are MXNet's: the
+      // gradients are summed by the library's aggregator whatever they say.
       .def(py::init([](const nn::ParameterDict& params, const std::string& optimizer,
-                       const py::handle& optimizer_params) {
+                       const py::handle& optimizer_params, const py::handle&, const py::handle&,
+                       const py::handle&) {
              nn::TrainerOptions options;
              if (!optimizer_params.is_none()) {
                for (const auto& [key, value] : optimizer_params.cast<py::dict>()) {
@@ -499,7 +557,9 @@ the gradients of the copies on several devices first, as gluon.Trainer.)doc")
              }
              return std::make_unique<nn::Trainer>(params, optimizer, options);
            }),
-           py::arg("params"), py::arg("optimizer"), py::arg("optimizer_params") = py::none())
+           py::arg("params"), py::arg("optimizer"), py::arg("optimizer_params") = py::none(),
+           py::arg("kvstore") = "device", py::arg("compression_params") = py::none(),
+           py::arg("update_on_kvstore") = py::none())
       .def(
           "step",
           [](nn::Trainer& t, std::int64_t batch_size, bool ignore_stale_grad) {

@@ -133,3 +133,31 @@ def test_waits_from_other_threads():
     for t in threads:
         t.join()
     assert results == [64.0 * 64 * 64] * 4
+
+
+def test_an_error_inside_an_operation_surfaces_as_its_own_class():
+    # A timing-only modelled GPU times its kernels without running them: the
+    # copy to the host fails inside the engine with NotComputedError, stored
+    # on the array and raised where Python reads it.
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import tagflow as mx
+        from tagflow import nd
+        x = nd.ones((4, 4), ctx=mx.gpu(0))
+        y = nd.dot(x, x) + 1
+        try:
+            y.asnumpy()
+        except mx.NotComputedError as err:
+            print(type(err).__name__, isinstance(err, mx.MXNetError))
+            print(err)
+    """)
+    env = dict(os.environ, TAGFLOW_SIM_GPUS="1:h100-sxm:timing")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60, env=env)
+    assert run.returncode == 0, run.stderr
+    first, message = run.stdout.split("\n", 1)
+    assert first == "NotComputedError True"
+    assert "gpu(0)" in message

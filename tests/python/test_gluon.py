@@ -133,3 +133,24 @@ def test_trainer_refuses_unknown_options_and_blocks_refuse_bad_inputs():
         net("not an array")
     with pytest.raises(mx.MXNetError):
         gluon.Trainer(net.collect_params(), "rmsprop")
+
+
+def test_losses_match_numpy_and_refuse_what_they_do_not_compute():
+    rng = onp.random.default_rng(3)
+    pred = rng.normal(size=(4, 3)).astype(onp.float32)
+    label = rng.normal(size=(4, 3)).astype(onp.float32)
+    d = pred.astype(onp.float64) - label
+    l2 = gluon.loss.L2Loss(weight=3.0)(nd.array(pred), nd.array(label))
+    onp.testing.assert_allclose(l2.asnumpy(), 3.0 * 0.5 * (d ** 2).mean(axis=1), rtol=1e-5)
+    l1 = gluon.loss.L1Loss()(nd.array(pred), nd.array(label))
+    onp.testing.assert_allclose(l1.asnumpy(), onp.abs(d).mean(axis=1), rtol=1e-5)
+    with pytest.raises(ValueError, match="from_logits"):
+        gluon.loss.SoftmaxCrossEntropyLoss(from_logits=True)
+    with pytest.raises(ValueError, match="batch_axis"):
+        gluon.loss.L2Loss(batch_axis=1)
+    with pytest.raises(TypeError):
+        gluon.loss.L1Loss(wieght=2)
+    net = nn.Sequential()
+    net.add(nn.Dense(1))
+    net.initialize()
+    gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1}, kvstore="device")
