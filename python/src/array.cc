@@ -420,6 +420,8 @@ void bind_methods(Class& cls, Flavor flavor) {
 
 }  // namespace
 
+ArrayClasses array_classes;
+
 void bind_arrays(py::module_& m) {
   py::class_<NDArray, std::unique_ptr<NDArray>> classic(m, "NDArray", R"doc(
 An n-dimensional array on one device, as MXNet's mx.nd.NDArray. Operations
@@ -431,6 +433,11 @@ return at once; the values are computed by the engine, and reading them
 The same array with NumPy's behaviour where it differs from MXNet's classic
 NDArray, as mx.np.ndarray: prints as `array([...], ctx=gpu(0))`.)doc");
   bind_methods<NumpyArray>(numpy, Flavor::kNumpy);
+
+  array_classes.classic = reinterpret_cast<PyTypeObject*>(classic.ptr());
+  array_classes.numpy = reinterpret_cast<PyTypeObject*>(numpy.ptr());
+  array_classes.classic_info = py::detail::get_type_info(typeid(NDArray));
+  array_classes.numpy_info = py::detail::get_type_info(typeid(NumpyArray));
 }
 
 }  // namespace tagflow::python
