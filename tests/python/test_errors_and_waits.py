@@ -61,9 +61,12 @@ def long_computation(ctx, seconds):
     last two arrays (the last is the product of the one before by itself,
     plus 1e-4; the values stay near 1e-4)."""
     a = nd.random.uniform(shape=(384, 384), ctx=ctx) / 384
-    start = time.perf_counter()
-    a.dot(a).wait_to_read()
-    one = max(time.perf_counter() - start, 1e-5)
+    timings = []
+    for _ in range(5):  # the fastest of five: a loaded machine only lengthens the chain
+        start = time.perf_counter()
+        a.dot(a).wait_to_read()
+        timings.append(time.perf_counter() - start)
+    one = max(min(timings), 1e-5)
     previous = a
     for _ in range(int(seconds / one) + 1):
         previous, a = a, a.dot(a) + 1e-4
@@ -99,8 +102,12 @@ def test_ctrl_c_interrupts_a_wait_and_loses_nothing():
     timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
     start = time.perf_counter()
     timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        result.wait_to_read()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            result.wait_to_read()
+    finally:  # a wait that returned first fails the test, not the run
+        timer.cancel()
+        timer.join()
     interrupted_after = time.perf_counter() - start
     # Interrupted while the chain still ran (it takes about 4 s).
     assert interrupted_after < 2.5
@@ -112,8 +119,12 @@ def test_ctrl_c_interrupts_waitall():
     timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
     start = time.perf_counter()
     timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        nd.waitall()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            nd.waitall()
+    finally:
+        timer.cancel()
+        timer.join()
     assert time.perf_counter() - start < 2.5
     nd.waitall()
     check_last_step(previous, result)
