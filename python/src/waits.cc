@@ -3,6 +3,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -22,8 +23,11 @@ namespace {
 // KeyboardInterrupt at once, the engine's operations go on, and nothing the
 // wait was about changes. Waiting on an array in slices needs something to
 // poll: the wait pushes an operation that only reads the array (on cpu(0);
-// it completes when wait_to_read would return) and polls its handle. Other
-// threads never get signals and wait directly.
+// it completes when wait_to_read would return) and polls its handle. The
+// probe runs first among the ready operations of cpu(0) (the highest
+// priority), so that the host wakes when the array is done, not after the
+// queue of work pushed since. Other threads never get signals and wait
+// directly.
 
 constexpr auto kSlice = std::chrono::milliseconds(50);
 
@@ -65,9 +69,11 @@ bool on_main_thread() { return std::this_thread::get_id() == main_thread_id; }
 void wait_to_read(const NDArray& array) {
   if (on_main_thread()) {
     auto signal = std::make_shared<DoneSignal>();
-    OperationHandle probe = Engine::get().push_tracked(
-        {.name = "python wait", .ctx = cpu(0), .reads = {array.var()}, .fn = [](const RunContext&) {
-         }});
+    OperationHandle probe = Engine::get().push_tracked({.name = "python wait",
+                                                        .ctx = cpu(0),
+                                                        .reads = {array.var()},
+                                                        .priority = std::numeric_limits<int>::max(),
+                                                        .fn = [](const RunContext&) {}});
     probe.on_done([signal](std::exception_ptr e) { signal->set(std::move(e)); });
     wait_in_slices(*signal);
   }
