@@ -87,22 +87,24 @@ void bind_data(py::module_& m) {
       py::arg("root"), py::arg("train"), "The images (N, 28, 28, 1, uint8) and labels (N, int32).");
 
   py::class_<NativeLoader>(data, "NativeLoader")
-      .def(
-          py::init([](const std::string& root, bool train, const std::vector<py::tuple>& transforms,
-                      std::int64_t batch_size, bool shuffle, std::uint64_t seed,
-                      const std::string& last_batch, int num_workers, bool numpy_style) {
-            data::Dataset dataset = data::FashionMNIST(root, train);
-            if (!transforms.empty()) dataset = dataset.transform_first(transform_of(transforms));
-            data::DataLoaderOptions options{.shuffle = shuffle,
-                                            .seed = seed,
-                                            .last_batch = last_batch_of(last_batch),
-                                            .num_workers = num_workers};
-            return std::make_unique<NativeLoader>(std::move(dataset), batch_size, options,
-                                                  numpy_style ? Flavor::kNumpy : Flavor::kClassic);
-          }),
-          py::arg("root"), py::arg("train"), py::arg("transforms"), py::arg("batch_size"),
-          py::arg("shuffle"), py::arg("seed"), py::arg("last_batch"), py::arg("num_workers"),
-          py::arg("numpy_style"))
+      .def(py::init([](const std::string& root, bool train,
+                       const std::vector<py::tuple>& transforms, std::int64_t batch_size,
+                       bool shuffle, std::uint64_t seed, const std::string& last_batch,
+                       int num_workers, bool pinned, bool numpy_style) {
+             data::Dataset dataset = data::FashionMNIST(root, train);
+             if (!transforms.empty()) dataset = dataset.transform_first(transform_of(transforms));
+             data::DataLoaderOptions options{.shuffle = shuffle,
+                                             .seed = seed,
+                                             .last_batch = last_batch_of(last_batch),
+                                             .num_workers = num_workers};
+             // Pinned host memory: copies of the batches to GPUs start at once.
+             if (pinned) options.context = cpu_pinned(0);
+             return std::make_unique<NativeLoader>(std::move(dataset), batch_size, options,
+                                                   numpy_style ? Flavor::kNumpy : Flavor::kClassic);
+           }),
+           py::arg("root"), py::arg("train"), py::arg("transforms"), py::arg("batch_size"),
+           py::arg("shuffle"), py::arg("seed"), py::arg("last_batch"), py::arg("num_workers"),
+           py::arg("pinned"), py::arg("numpy_style"))
       .def("start_epoch", &NativeLoader::start_epoch)
       .def("next", &NativeLoader::next)
       .def("__len__", &NativeLoader::size);

@@ -55,6 +55,10 @@ def test_fashion_mnist_with_the_tutorials_transforms_runs_in_cpp():
     expected = (image.asnumpy().astype(onp.float64).transpose(2, 0, 1) / 255 - 0.13) / 0.31
     onp.testing.assert_allclose(data[7].asnumpy(), expected, rtol=1e-5, atol=1e-6)
     assert labels[7].asscalar() == label
+    pinned = DataLoader(dataset.transform_first(transformer), 1000, pin_memory=True)
+    pinned_data, _ = next(iter(pinned))
+    assert pinned_data.context == mx.cpu_pinned(0)
+    onp.testing.assert_array_equal(pinned_data.asnumpy(), data.asnumpy())
     # The same pipeline in Python (a transform it does not know) gives the same batch.
     python_loader = DataLoader(dataset.transform_first(lambda x: transformer(x)), 1000,
                                num_workers=2)

@@ -69,7 +69,9 @@ def _native_plan(dataset):
 class DataLoader:
     """Batches of ``batch_size`` samples; a new order each epoch with
     ``shuffle``; ``last_batch`` 'keep' (default), 'discard' or 'rollover';
-    ``num_workers`` threads building batches ahead."""
+    ``num_workers`` threads building batches ahead; ``pin_memory`` puts the
+    C++ pipeline's batches in pinned host memory (cpu_pinned(0)), whose
+    copies to GPUs start at once (the Python pipeline's stay in cpu(0))."""
 
     def __init__(self, dataset, batch_size=None, shuffle=False, sampler=None, last_batch=None,
                  batch_sampler=None, batchify_fn=None, num_workers=0, pin_memory=False,
@@ -85,7 +87,6 @@ class DataLoader:
                              % (last_batch,))
         if int(num_workers) < 0:
             raise ValueError("DataLoader: num_workers must be 0 or more, got %r" % (num_workers,))
-        del pin_memory  # batches are made where the devices copy them from best
         self._dataset = dataset
         self._batch_size = int(batch_size)
         self._shuffle = bool(shuffle)
@@ -102,7 +103,7 @@ class DataLoader:
             base, steps = plan
             self._native = _core.gluon.data.NativeLoader(
                 base.root, base.train, steps, self._batch_size, self._shuffle, self._seed,
-                last_batch, self._num_workers, _npx.is_np_array())
+                last_batch, self._num_workers, bool(pin_memory), _npx.is_np_array())
 
     @property
     def runs_natively(self):
