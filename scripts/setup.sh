@@ -21,7 +21,7 @@ packages=(
   python3          # tests/readme: the README's C++ examples, extracted at configure time
   python3-dev pybind11-dev python3-numpy libdlpack-dev  # the Python module (python/)
   python3-pytest   # its tests (tests/python)
-  python3-venv python3-setuptools  # scripts/install-python.sh: a venv, pip install without PyPI
+  python3-venv python3-setuptools python3-wheel  # scripts/install-python.sh: venv, offline pip install
   openmpi-bin libopenmpi-dev  # training across processes (mpirun, nn/dist/mpi_communicator.cc)
   clang-14 libclang-rt-14-dev  # the fuzz targets: clang++-14 and libFuzzer (scripts/fuzz.sh)
   chromium-headless-shell  # the profile page's browser test (tests/tools/profile_page_browser_test.py)
