@@ -52,6 +52,21 @@ void bind_methods(Class& cls, Flavor flavor) {
         return py::hash(py::int_(reinterpret_cast<std::uintptr_t>(self.ptr())));
       });
 
+  // The value of a one-element array as a Python number (waits).
+  const auto value_of = [](const A& a) {
+    if (a.size() != 1) {
+      throw py::value_error("expected an array of one element, got shape (" + a.shape().str() +
+                            ")");
+    }
+    return to_numpy(a).attr("reshape")(py::tuple()).attr("item")();
+  };
+  // This very array when it is on `ctx`, else a copy there.
+  const auto as_in = [](const py::object& self, const Context& ctx) -> py::object {
+    const auto& a = self.cast<const A&>();
+    if (a.context() == ctx) return self;
+    return py::cast(R(run([&] { return a.copyto(ctx); })));
+  };
+
   // Conversions to Python numbers (one element), NumPy, other devices.
   cls.def("__float__",
           [](const A& a) {
@@ -88,26 +103,8 @@ void bind_methods(Class& cls, Flavor flavor) {
           },
           py::arg("dtype") = py::none())
       .def("asnumpy", &to_numpy, "The values as a new NumPy array (waits).")
-      .def(
-          "asscalar",
-          [](const A& a) {
-            if (a.size() != 1) {
-              throw py::value_error("asscalar: expected an array of one element, got shape " +
-                                    a.shape().str());
-            }
-            return to_numpy(a).attr("reshape")(py::tuple()).attr("item")();
-          },
-          "The value of a one-element array as a Python number (waits).")
-      .def(
-          "item",
-          [](const A& a) {
-            if (a.size() != 1) {
-              throw py::value_error("item: expected an array of one element, got shape " +
-                                    a.shape().str());
-            }
-            return to_numpy(a).attr("reshape")(py::tuple()).attr("item")();
-          },
-          "The value of a one-element array as a Python number (waits).")
+      .def("asscalar", value_of, "The value of a one-element array as a Python number (waits).")
+      .def("item", value_of, "The value of a one-element array as a Python number (waits).")
       .def(
           "wait_to_read", [](const A& a) { wait_to_read(a); },
           "Blocks until the pending writes of the array complete; raises their error.")
@@ -122,22 +119,10 @@ void bind_methods(Class& cls, Flavor flavor) {
             return py::cast(R(run([&] { return a.copyto(ctx); })));
           },
           py::arg("other"), "A copy on a context (always new memory), or into another array.")
-      .def(
-          "as_in_context",
-          [](const py::object& self, const Context& ctx) -> py::object {
-            const auto& a = self.cast<const A&>();
-            if (a.context() == ctx) return self;
-            return py::cast(R(run([&] { return a.copyto(ctx); })));
-          },
-          py::arg("context"), "This very array when it is on `context`, else a copy there.")
-      .def(
-          "as_in_ctx",
-          [](const py::object& self, const Context& ctx) -> py::object {
-            const auto& a = self.cast<const A&>();
-            if (a.context() == ctx) return self;
-            return py::cast(R(run([&] { return a.copyto(ctx); })));
-          },
-          py::arg("ctx"), "This very array when it is on `ctx`, else a copy there.")
+      .def("as_in_context", as_in, py::arg("context"),
+           "This very array when it is on `context`, else a copy there.")
+      .def("as_in_ctx", as_in, py::arg("ctx"),
+           "This very array when it is on `ctx`, else a copy there.")
       .def(
           "as_nd_ndarray", [](const A& a) { return NDArray(a); },
           "The same array (same memory) as a classic NDArray.")
@@ -254,20 +239,7 @@ void bind_methods(Class& cls, Flavor flavor) {
         },
         py::arg("axis") = py::none(), py::arg("keepdims") = false);
   };
-  reduction(
-      "sum", [](const NDArray& x, bool k) { return tagflow::sum(x, k); },
-      [](const NDArray& x, std::span<const int> dims, bool k) { return tagflow::sum(x, dims, k); });
-  reduction(
-      "mean", [](const NDArray& x, bool k) { return tagflow::mean(x, k); },
-      [](const NDArray& x, std::span<const int> dims, bool k) {
-        return tagflow::mean(x, dims, k);
-      });
-  reduction(
-      "max", [](const NDArray& x, bool k) { return tagflow::max(x, k); },
-      [](const NDArray& x, std::span<const int> dims, bool k) { return tagflow::max(x, dims, k); });
-  reduction(
-      "min", [](const NDArray& x, bool k) { return tagflow::min(x, k); },
-      [](const NDArray& x, std::span<const int> dims, bool k) { return tagflow::min(x, dims, k); });
+  for (const Reduction& r : kNumpyReductions) reduction(r.name, r.all, r.some);
   cls.def(
       "norm",
       [](const A& a, int ord, const py::handle& axis, bool keepdims) {
@@ -275,13 +247,8 @@ void bind_methods(Class& cls, Flavor flavor) {
           throw py::value_error("norm: tagflow computes the 2-norm (ord=2), got ord=" +
                                 std::to_string(ord));
         const auto axes = axes_of(axis);
-        return R(run([&] {
-          return reduce(
-              a, axes, keepdims, [](const NDArray& x, bool k) { return tagflow::norm(x, k); },
-              [](const NDArray& x, std::span<const int> dims, bool k) {
-                return tagflow::norm(x, dims, k);
-              });
-        }));
+        const Reduction& norm = kReductions[4];
+        return R(run([&] { return reduce(a, axes, keepdims, norm.all, norm.some); }));
       },
       py::arg("ord") = 2, py::arg("axis") = py::none(), py::arg("keepdims") = false);
   cls.def(

@@ -179,33 +179,21 @@ void bind_classic(py::module_& m) {
       },
       py::arg("source_array"), py::arg("ctx") = py::none(), py::arg("dtype") = py::none(),
       "A new array of the values of a list, a NumPy array or another array (float32 by default).");
-  m.def(
-      "ones",
-      [](const py::handle& shape, const py::handle& ctx, const py::handle& dtype) {
-        const Context at = context_or_current(optional_context(ctx));
-        const Shape dims = to_shape(shape, "ones");
-        const DType type = to_dtype(dtype);
-        return run([&] { return ones(dims, type, at); });
-      },
-      py::arg("shape"), py::arg("ctx") = py::none(), py::arg("dtype") = py::none());
-  m.def(
-      "zeros",
-      [](const py::handle& shape, const py::handle& ctx, const py::handle& dtype) {
-        const Context at = context_or_current(optional_context(ctx));
-        const Shape dims = to_shape(shape, "zeros");
-        const DType type = to_dtype(dtype);
-        return run([&] { return zeros(dims, type, at); });
-      },
-      py::arg("shape"), py::arg("ctx") = py::none(), py::arg("dtype") = py::none());
-  m.def(
-      "empty",
-      [](const py::handle& shape, const py::handle& ctx, const py::handle& dtype) {
-        const Context at = context_or_current(optional_context(ctx));
-        const Shape dims = to_shape(shape, "empty");
-        const DType type = to_dtype(dtype);
-        return run([&] { return empty(dims, type, at); });
-      },
-      py::arg("shape"), py::arg("ctx") = py::none(), py::arg("dtype") = py::none());
+  // ones(shape, ctx=None, dtype=None), and zeros and empty alike.
+  const auto creation = [&m](const char* name, NDArray (*make)(Shape, DType, Context)) {
+    m.def(
+        name,
+        [make, name](const py::handle& shape, const py::handle& ctx, const py::handle& dtype) {
+          const Context at = context_or_current(optional_context(ctx));
+          const Shape dims = to_shape(shape, name);
+          const DType type = to_dtype(dtype);
+          return run([&] { return make(dims, type, at); });
+        },
+        py::arg("shape"), py::arg("ctx") = py::none(), py::arg("dtype") = py::none());
+  };
+  creation("ones", [](Shape s, DType d, Context c) { return ones(s, d, c); });
+  creation("zeros", [](Shape s, DType d, Context c) { return zeros(s, d, c); });
+  creation("empty", [](Shape s, DType d, Context c) { return empty(s, d, c); });
   m.def(
       "full",
       [](const py::handle& shape, double value, const py::handle& ctx, const py::handle& dtype) {
@@ -236,21 +224,7 @@ void bind_classic(py::module_& m) {
         },
         py::arg("data"), py::arg("axis") = py::none(), py::arg("keepdims") = false);
   };
-  reduction(
-      "sum", [](const NDArray& x, bool k) { return sum(x, k); },
-      [](const NDArray& x, std::span<const int> a, bool k) { return sum(x, a, k); });
-  reduction(
-      "mean", [](const NDArray& x, bool k) { return mean(x, k); },
-      [](const NDArray& x, std::span<const int> a, bool k) { return mean(x, a, k); });
-  reduction(
-      "max", [](const NDArray& x, bool k) { return max(x, k); },
-      [](const NDArray& x, std::span<const int> a, bool k) { return max(x, a, k); });
-  reduction(
-      "min", [](const NDArray& x, bool k) { return min(x, k); },
-      [](const NDArray& x, std::span<const int> a, bool k) { return min(x, a, k); });
-  reduction(
-      "norm", [](const NDArray& x, bool k) { return norm(x, k); },
-      [](const NDArray& x, std::span<const int> a, bool k) { return norm(x, a, k); });
+  for (const Reduction& r : kReductions) reduction(r.name, r.all, r.some);
   m.def(
       "concat",
       [](const py::args& arrays, int dim) {
@@ -305,8 +279,10 @@ void bind_numpy(py::module_& m) {
         name,
         [to_np, make, name](const py::handle& shape, const py::handle& dtype,
                             const std::string& order, const py::handle& ctx) {
-          if (order != "C")
-            throw py::value_error(std::string(name) + ": only order='C' is supported");
+          if (order != "C") {
+            throw py::value_error(std::string(name) + ": only order='C' is supported, got '" +
+                                  order + "'");
+          }
           const Context at = context_or_current(optional_context(ctx));
           const Shape dims = to_shape(shape, name);
           const DType type = to_dtype(dtype);
@@ -322,7 +298,9 @@ void bind_numpy(py::module_& m) {
       "full",
       [to_np](const py::handle& shape, double value, const py::handle& dtype,
               const std::string& order, const py::handle& ctx) {
-        if (order != "C") throw py::value_error("full: only order='C' is supported");
+        if (order != "C") {
+          throw py::value_error("full: only order='C' is supported, got '" + order + "'");
+        }
         const Context at = context_or_current(optional_context(ctx));
         const Shape dims = to_shape(shape, "full");
         const DType type = to_dtype(dtype);
@@ -351,18 +329,7 @@ void bind_numpy(py::module_& m) {
         },
         py::arg("a"), py::arg("axis") = py::none(), py::arg("keepdims") = false);
   };
-  reduction(
-      "sum", [](const NDArray& x, bool k) { return sum(x, k); },
-      [](const NDArray& x, std::span<const int> a, bool k) { return sum(x, a, k); });
-  reduction(
-      "mean", [](const NDArray& x, bool k) { return mean(x, k); },
-      [](const NDArray& x, std::span<const int> a, bool k) { return mean(x, a, k); });
-  reduction(
-      "max", [](const NDArray& x, bool k) { return max(x, k); },
-      [](const NDArray& x, std::span<const int> a, bool k) { return max(x, a, k); });
-  reduction(
-      "min", [](const NDArray& x, bool k) { return min(x, k); },
-      [](const NDArray& x, std::span<const int> a, bool k) { return min(x, a, k); });
+  for (const Reduction& r : kNumpyReductions) reduction(r.name, r.all, r.some);
   m.def(
       "concatenate",
       [to_np](const py::handle& arrays, int axis) {

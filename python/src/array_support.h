@@ -3,6 +3,7 @@
 // operator with the GIL released where that pays, and the arithmetic
 // operators written once for both array classes.
 
+#include <array>
 #include <optional>
 #include <span>
 #include <string>
@@ -57,7 +58,8 @@ inline const NDArray* as_array(const py::handle& value) {
 /// something else).
 inline const NDArray& self_array(const py::handle& self) {
   if (const NDArray* array = as_array(self)) return *array;
-  throw py::type_error("expected a tagflow array as self");
+  throw py::type_error("expected a tagflow array as self, got " +
+                       std::string(py::str(py::type::handle_of(self).attr("__name__"))));
 }
 
 /// `value` as a new Python object of class A (NDArray or NumpyArray).
@@ -134,6 +136,29 @@ inline std::optional<std::vector<int>> axes_of(const py::handle& axis) {
 
 using AxesReduction = NDArray (*)(const NDArray&, std::span<const int>, bool);
 using AllReduction = NDArray (*)(const NDArray&, bool);
+
+/// A reduction by name, over every axis or over some (reduce.h).
+struct Reduction {
+  const char* name;
+  AllReduction all;
+  AxesReduction some;
+};
+/// sum, mean, max, min and norm, in that order: methods and both
+/// interfaces' functions bind them from here.
+inline constexpr std::array<Reduction, 5> kReductions{{
+    {"sum", [](const NDArray& x, bool k) { return tagflow::sum(x, k); },
+     [](const NDArray& x, std::span<const int> a, bool k) { return tagflow::sum(x, a, k); }},
+    {"mean", [](const NDArray& x, bool k) { return tagflow::mean(x, k); },
+     [](const NDArray& x, std::span<const int> a, bool k) { return tagflow::mean(x, a, k); }},
+    {"max", [](const NDArray& x, bool k) { return tagflow::max(x, k); },
+     [](const NDArray& x, std::span<const int> a, bool k) { return tagflow::max(x, a, k); }},
+    {"min", [](const NDArray& x, bool k) { return tagflow::min(x, k); },
+     [](const NDArray& x, std::span<const int> a, bool k) { return tagflow::min(x, a, k); }},
+    {"norm", [](const NDArray& x, bool k) { return tagflow::norm(x, k); },
+     [](const NDArray& x, std::span<const int> a, bool k) { return tagflow::norm(x, a, k); }},
+}};
+/// The reductions NumPy names alike (its norm is numpy.linalg.norm).
+inline constexpr std::span<const Reduction> kNumpyReductions(kReductions.data(), 4);
 
 /// A reduction over `axes` (every axis when nullopt). Touches no Python
 /// object, so it may run with the GIL released.

@@ -87,7 +87,10 @@ py::object call_block(nn::Block& block, const py::args& args) {
 nn::Size2 size2_of(const py::handle& value) {
   if (py::isinstance<py::int_>(value)) return nn::Size2(value.cast<int>());
   const auto pair = value.cast<std::vector<int>>();
-  if (pair.size() != 2) throw py::value_error("expected an int or a pair of ints");
+  if (pair.size() != 2) {
+    throw py::value_error("expected an int or a pair of ints, got " + std::to_string(pair.size()) +
+                          " ints");
+  }
   return nn::Size2(pair[0], pair[1]);
 }
 
@@ -174,7 +177,8 @@ children and parameters as attributes, and defines forward().)doc")
         const auto size = static_cast<std::int64_t>(s.size());
         const std::int64_t at = i < 0 ? i + size : i;
         if (at < 0 || at >= size)
-          throw py::index_error("Sequential: no child " + std::to_string(i));
+          throw py::index_error("Sequential: no child " + std::to_string(i) + " among " +
+                                std::to_string(size));
         return s.children()[static_cast<std::size_t>(at)];
       });
 

@@ -1,8 +1,12 @@
 // tagflow.gluon: the losses, Trainer and split_and_load.
 
+#include <algorithm>
+#include <array>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <pybind11/stl.h>
@@ -50,6 +54,18 @@ void check_loss_options(const char* loss, int batch_axis, const py::handle& weig
 double weight_of(const py::handle& weight) {
   return weight.is_none() ? 1.0 : weight.cast<double>();
 }
+
+/// MXNet's optimizer_params, and the options they set.
+constexpr std::array<std::pair<std::string_view, double nn::TrainerOptions::*>, 7> kOptimizerParams{
+    {
+        {"learning_rate", &nn::TrainerOptions::learning_rate},
+        {"momentum", &nn::TrainerOptions::momentum},
+        {"wd", &nn::TrainerOptions::weight_decay},
+        {"beta1", &nn::TrainerOptions::beta1},
+        {"beta2", &nn::TrainerOptions::beta2},
+        {"epsilon", &nn::TrainerOptions::epsilon},
+        {"clip_gradient", &nn::TrainerOptions::clip_gradient},
+    }};
 
 }  // namespace
 
@@ -105,25 +121,14 @@ the gradients of the copies on several devices first, as gluon.Trainer.)doc")
              if (!optimizer_params.is_none()) {
                for (const auto& [key, value] : optimizer_params.cast<py::dict>()) {
                  const auto name = key.cast<std::string>();
-                 if (name == "learning_rate") {
-                   options.learning_rate = value.cast<double>();
-                 } else if (name == "momentum") {
-                   options.momentum = value.cast<double>();
-                 } else if (name == "wd") {
-                   options.weight_decay = value.cast<double>();
-                 } else if (name == "beta1") {
-                   options.beta1 = value.cast<double>();
-                 } else if (name == "beta2") {
-                   options.beta2 = value.cast<double>();
-                 } else if (name == "epsilon") {
-                   options.epsilon = value.cast<double>();
-                 } else if (name == "clip_gradient") {
-                   options.clip_gradient = value.cast<double>();
-                 } else {
+                 const auto known = std::find_if(kOptimizerParams.begin(), kOptimizerParams.end(),
+                                                 [&](const auto& p) { return name == p.first; });
+                 if (known == kOptimizerParams.end()) {
                    throw py::value_error("Trainer: unknown optimizer parameter '" + name +
                                          "' (known: learning_rate, momentum, wd, beta1, beta2, "
                                          "epsilon, clip_gradient)");
                  }
+                 options.*(known->second) = value.cast<double>();
                }
              }
              return std::make_unique<nn::Trainer>(params, optimizer, options);
@@ -175,8 +180,10 @@ the gradients of the copies on several devices first, as gluon.Trainer.)doc")
   utils.def(
       "split_and_load",
       [](const NDArray& data, const py::handle& ctx_list, int batch_axis, bool even_split) {
-        if (batch_axis != 0)
-          throw py::value_error("split_and_load: only batch_axis=0 is supported");
+        if (batch_axis != 0) {
+          throw py::value_error("split_and_load: only batch_axis=0 is supported, got " +
+                                std::to_string(batch_axis));
+        }
         const Flavor flavor = flavor_for(py::cast(data));
         const auto contexts = contexts_of(ctx_list);
         std::vector<NDArray> parts;
@@ -193,7 +200,10 @@ the gradients of the copies on several devices first, as gluon.Trainer.)doc")
   utils.def(
       "split_data",
       [](const NDArray& data, int num_slice, int batch_axis, bool even_split) {
-        if (batch_axis != 0) throw py::value_error("split_data: only batch_axis=0 is supported");
+        if (batch_axis != 0) {
+          throw py::value_error("split_data: only batch_axis=0 is supported, got " +
+                                std::to_string(batch_axis));
+        }
         const Flavor flavor = flavor_for(py::cast(data));
         py::list out;
         for (auto& part : nn::split_data(data, num_slice, even_split))
