@@ -60,6 +60,7 @@ void bind_gluon(py::module_& m) {
   bind_gluon_parameters(gluon);
   bind_gluon_blocks(gluon);
   bind_gluon_training(gluon);
+  bind_gluon_model_zoo(gluon);
   bind_data(gluon);
 }
 

@@ -259,4 +259,22 @@ children and parameters as attributes, and defines forward().)doc")
 /// A loss as a Python callable: `loss(pred, label)`, one value per sample,
 /// times `weight` when one is given.
 
+void bind_gluon_model_zoo(py::module_& m) {
+  py::module_ zoo = m.def_submodule(
+      "model_zoo", "The library's networks (nn/models/): those tagflow train trains.");
+  zoo.def(
+      "lenet", [](int classes) { return std::make_shared<nn::Sequential>(models::lenet(classes)); },
+      py::arg("classes") = 10, "The tutorials' LeNet (tagflow train --model lenet).");
+  zoo.def(
+      "mlp", [](int classes) { return std::make_shared<nn::Sequential>(models::mlp(classes)); },
+      py::arg("classes") = 10, "A multilayer perceptron (tagflow train --model mlp).");
+  zoo.def(
+      "resnet18",
+      [](int classes, int in_channels) {
+        return std::make_shared<nn::Sequential>(models::resnet18(classes, in_channels));
+      },
+      py::arg("classes") = 10, py::arg("in_channels") = 0,
+      "The tutorials' ResNet-18 for 28x28 images (tagflow train --model resnet18).");
+}
+
 }  // namespace tagflow::python

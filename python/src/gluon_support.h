@@ -31,5 +31,6 @@ py::tuple shape_tuple(const Shape& shape);
 void bind_gluon_parameters(py::module_& gluon);
 void bind_gluon_blocks(py::module_& gluon);
 void bind_gluon_training(py::module_& gluon);
+void bind_gluon_model_zoo(py::module_& gluon);
 
 }  // namespace tagflow::python

@@ -21,7 +21,6 @@ tagflow.gluon, and prints images per second per epoch, to compare with
 import argparse
 import json
 import statistics
-import sys
 import time
 
 
@@ -29,32 +28,20 @@ def _median_spread(values):
     return statistics.median(values), min(values), max(values)
 
 
-_TORCH_SMALL_ADD = """
-import json, sys, time
-import torch
-torch.set_num_threads(2)  # as tools/pytorch_small_add.py
-ops, runs = int(sys.argv[1]), int(sys.argv[2])
-x, y = torch.ones(4), torch.ones(4)
-timings = []
-for _ in range(runs):
-    start = time.perf_counter()
-    for _ in range(ops):
-        z = x + y
-    timings.append((time.perf_counter() - start) / ops * 1e6)
-assert z.tolist() == [2.0] * 4
-print(json.dumps({"version": torch.__version__, "timings": timings}))
-"""
-
-
 def _torch_small_add(args):
-    """PyTorch's c = a + b the same way, in its own interpreter (a process of
-    its own: PyTorch's wheels bring their own NCCL)."""
+    """PyTorch's c = a + b the same way (references/pytorch_small_add.py), in
+    its own interpreter: a process of its own, as PyTorch's wheels bring their
+    own NCCL."""
+    import os
     import subprocess
 
-    out = subprocess.run([args.torch_python, "-c", _TORCH_SMALL_ADD, str(args.ops), str(args.runs)],
-                         capture_output=True, text=True, check=True).stdout
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "references",
+                          "pytorch_small_add.py")
+    out = subprocess.run([args.torch_python, script, "--ops", str(args.ops), "--runs",
+                          str(args.runs)], capture_output=True, text=True, check=True).stdout
     result = json.loads(out.strip().splitlines()[-1])
-    return ("torch " + result["version"], result["timings"])
+    return ("torch " + result["version"],
+            (result["us_per_op"], result["us_per_op_min"], result["us_per_op_max"]))
 
 
 def small_add(args):
@@ -71,15 +58,13 @@ def small_add(args):
         nd.waitall()
         per_op.append((time.perf_counter() - start) / args.ops * 1e6)
     assert c.asnumpy().tolist() == [2.0] * 4
-    results = [("tagflow", per_op)]
+    results = [("tagflow", _median_spread(per_op))]
     if args.torch_python:
         results.append(_torch_small_add(args))
     print("%-24s %12s %12s %12s" % ("small-add (Python)", "median us", "min us", "max us"))
-    for name, timings in results:
-        median, low, high = _median_spread(timings)
+    for name, (median, low, high) in results:
         print("%-24s %12.3f %12.3f %12.3f" % (name, median, low, high))
-    for name, timings in results:
-        median, low, high = _median_spread(timings)
+    for name, (median, low, high) in results:
         print(json.dumps({"bench": "python", "case": "small-add", "framework": name,
                           "ops": args.ops, "runs": args.runs, "median_us": round(median, 4),
                           "min_us": round(low, 4), "max_us": round(high, 4)}))
@@ -88,7 +73,6 @@ def small_add(args):
 def lenet(args):
     import tagflow as mx
     from tagflow import autograd, gluon
-    from tagflow.gluon import nn
 
     devices = []
     for text in args.devices.split(","):
@@ -101,14 +85,7 @@ def lenet(args):
     train_data = gluon.data.DataLoader(
         gluon.data.vision.FashionMNIST(train=True).transform_first(transformer),
         args.batch_size, shuffle=True, num_workers=args.workers)
-    net = nn.Sequential()
-    net.add(nn.Conv2D(channels=6, kernel_size=5, activation="relu"),
-            nn.MaxPool2D(pool_size=2, strides=2),
-            nn.Conv2D(channels=16, kernel_size=3, activation="relu"),
-            nn.MaxPool2D(pool_size=2, strides=2),
-            nn.Dense(120, activation="relu"),
-            nn.Dense(84, activation="relu"),
-            nn.Dense(10))
+    net = gluon.model_zoo.lenet()  # what tagflow train --model lenet trains
     net.initialize(init=mx.init.Xavier(), ctx=devices)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": args.lr})

@@ -122,23 +122,14 @@ def test_002_d2l_gpus_mxnet_tab(tmp_path, monkeypatch):
 
 
 def save_tutorial_lenet(path):
-    """net.params, which the tutorial's earlier step saved: the same LeNet,
-    trained by nobody, saved by tagflow."""
+    """net.params, which the tutorial's earlier step saved: its LeNet (the
+    library's, of the same layers), trained by nobody, saved by tagflow."""
     from tagflow import gluon, nd
-    from tagflow.gluon import nn
 
-    net = nn.Sequential()
-    net.add(nn.Conv2D(channels=6, kernel_size=5, activation="relu"),
-            nn.MaxPool2D(pool_size=2, strides=2),
-            nn.Conv2D(channels=16, kernel_size=3, activation="relu"),
-            nn.MaxPool2D(pool_size=2, strides=2),
-            nn.Dense(120, activation="relu"),
-            nn.Dense(84, activation="relu"),
-            nn.Dense(10))
+    net = gluon.model_zoo.lenet()
     net.initialize(init=mx.init.Xavier())
     net(nd.zeros((1, 1, 28, 28)))
     net.save_parameters(str(path))
-    del gluon
 
 
 def test_000_use_gpus_to_increase_efficiency(tmp_path, monkeypatch):

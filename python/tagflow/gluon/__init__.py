@@ -12,4 +12,4 @@ by them like any other.
 
 from .._core.gluon import Parameter, ParameterDict, Trainer  # noqa: F401
 from .block import Block, HybridBlock  # noqa: F401
-from . import data, loss, nn, utils  # noqa: F401
+from . import data, loss, model_zoo, nn, utils  # noqa: F401

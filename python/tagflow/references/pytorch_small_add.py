@@ -3,7 +3,10 @@
 a 4-element float32 `c = a + b` on the CPU, many in a row, each result
 dropped when the next one is made.
 
-    python3 tools/pytorch_small_add.py [--ops 1000000] [--runs 5] [--threads 2]
+    DIR/bin/python python/tagflow/references/pytorch_small_add.py [--ops 1000000] [--runs 5] [--threads 2]
+
+(`python3 -m tagflow.bench small-add --torch-python DIR/bin/python` runs it
+beside tagflow's own figure.)
 
 Prints one JSON line with the median, lowest and highest microseconds per
 operation over the runs (the fields of `tagflow bench ops`' line).
