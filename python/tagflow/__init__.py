@@ -18,32 +18,24 @@ Ctrl-C stops them).
 import sys as _sys
 
 from . import _core
-from ._core import (
+from ._core import Context, cpu, cpu_pinned, current_context, gpu, num_gpus
+from .base import (  # every error tagflow raises, MXNetError among them
     CommunicationError,
-    Context,
     DeviceError,
     Error,
     FileError,
     ForkError,
+    MXNetError,
     NotComputedError,
     OperationError,
     OutOfMemoryError,
     StaleVariableError,
     WaitInsideOperationError,
-    cpu,
-    cpu_pinned,
-    current_context,
-    gpu,
-    num_gpus,
 )
 
 __version__ = _core.__version__
 
-#: The class MXNet's tutorials catch (``except mx.MXNetError``): every error
-#: tagflow raises derives from it.
-MXNetError = Error
-
-from . import base, context, engine, ndarray, numpy, numpy_extension, autograd, profiler  # noqa: E402
+from . import context, engine, ndarray, numpy, numpy_extension, autograd, profiler  # noqa: E402
 from . import init, random, gluon  # noqa: E402
 
 nd = ndarray

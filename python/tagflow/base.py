@@ -13,5 +13,6 @@ from ._core import (  # noqa: F401
     WaitInsideOperationError,
 )
 
-#: MXNet's base error class: every tagflow error derives from it.
+#: The class MXNet's tutorials catch (``except mx.MXNetError``): every error
+#: tagflow raises derives from it.
 MXNetError = Error

@@ -154,3 +154,14 @@ def test_losses_match_numpy_and_refuse_what_they_do_not_compute():
     net.add(nn.Dense(1))
     net.initialize()
     gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1}, kvstore="device")
+
+
+def test_the_model_zoo_gives_the_networks_tagflow_train_trains():
+    net = gluon.model_zoo.lenet()
+    net.initialize(init=mx.init.Xavier(), ctx=mx.gpu(0))
+    out = net(nd.zeros((2, 1, 28, 28), ctx=mx.gpu(0)))
+    assert out.shape == (2, 10) and out.context == mx.gpu(0)
+    assert len(net.collect_params().keys()) == 10  # 5 layers, weight and bias each
+    mlp = gluon.model_zoo.mlp(classes=3)
+    mlp.initialize()
+    assert mlp(nd.zeros((4, 1, 28, 28))).shape == (4, 3)
