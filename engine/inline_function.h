@@ -24,18 +24,28 @@ class InlineFunction<R(Args...), Capacity> {
   template <typename F, typename D = std::decay_t<F>,
             typename = std::enable_if_t<!std::is_same_v<D, InlineFunction> &&
                                         std::is_invocable_r_v<R, D&, Args...>>>
-  InlineFunction(F&& f) {  // NOLINT: implicit like std::function
+  InlineFunction(F&& f)  // NOLINT: implicit like std::function
+      : InlineFunction(std::in_place_type<D>, std::forward<F>(f)) {}
+
+  /// Holds a D made from `args` in place (an aggregate from braces), so that
+  /// a closure wrapped in another type is copied once, not once per layer.
+  template <typename D, typename... A>
+  explicit InlineFunction(std::in_place_type_t<D>, A&&... args) {
+    static_assert(std::is_invocable_r_v<R, D&, Args...>, "not callable with the signature");
     if constexpr (fits_inline<D>()) {
       if constexpr (std::is_trivially_copyable_v<D> && std::is_trivially_destructible_v<D>) {
-        std::memset(storage_, 0, Capacity);  // moves copy the whole buffer
-        ::new (static_cast<void*>(storage_)) D(std::forward<F>(f));
+        make<D>(storage_, std::forward<A>(args)...);
         ops_ = &kTrivialOps<D>;
       } else {
-        ::new (static_cast<void*>(storage_)) D(std::forward<F>(f));
+        make<D>(storage_, std::forward<A>(args)...);
         ops_ = &kInlineOps<D>;
       }
     } else {
-      *reinterpret_cast<D**>(storage_) = new D(std::forward<F>(f));
+      if constexpr (std::is_constructible_v<D, A&&...>) {
+        *reinterpret_cast<D**>(storage_) = new D(std::forward<A>(args)...);
+      } else {
+        *reinterpret_cast<D**>(storage_) = new D{std::forward<A>(args)...};
+      }
       ops_ = &kHeapOps<D>;
     }
   }
@@ -91,9 +101,22 @@ class InlineFunction<R(Args...), Capacity> {
     if (ops_->move != nullptr) {
       ops_->move(other.storage_, storage_);
     } else {
-      // The whole buffer, a fixed size copied in a few moves (zeroed past
-      // the callable when it was made).
+      // The whole buffer, a fixed size copied in a few moves. The bytes
+      // past the callable were never written: copying indeterminate bytes
+      // as unsigned char is defined, and nothing reads them. Zeroing them
+      // when the callable is made cost a block clear on every push.
       std::memcpy(storage_, other.storage_, Capacity);
+    }
+  }
+
+  /// Constructs a D at `at`: parentheses where a constructor takes `args`,
+  /// braces for an aggregate.
+  template <typename D, typename... A>
+  static void make(void* at, A&&... args) {
+    if constexpr (std::is_constructible_v<D, A&&...>) {
+      ::new (at) D(std::forward<A>(args)...);
+    } else {
+      ::new (at) D{std::forward<A>(args)...};
     }
   }
 

@@ -122,18 +122,13 @@ class OpFunction {
 
   template <typename F, typename D = std::decay_t<F>,
             typename = std::enable_if_t<!std::is_same_v<D, OpFunction>>>
-  OpFunction(F&& f) {  // NOLINT: implicit, so `.fn = [](auto&){...}` reads well
-    if constexpr (std::is_invocable_v<D&, const RunContext&, Completion>) {
-      async_ = true;
-      body_ = [g = std::forward<F>(f)](const RunContext& rc, Completion* c) mutable {
-        g(rc, std::move(*c));
-      };
-    } else {
-      static_assert(std::is_invocable_v<D&, const RunContext&>,
-                    "an operation's closure takes (const RunContext&) or "
-                    "(const RunContext&, Completion)");
-      body_ = [g = std::forward<F>(f)](const RunContext& rc, Completion*) mutable { g(rc); };
-    }
+  OpFunction(F&& f)  // NOLINT: implicit, so `.fn = [](auto&){...}` reads well
+      : body_(std::in_place_type<Adapter<D>>, std::forward<F>(f)),
+        async_(std::is_invocable_v<D&, const RunContext&, Completion>) {
+    static_assert(std::is_invocable_v<D&, const RunContext&, Completion> ||
+                      std::is_invocable_v<D&, const RunContext&>,
+                  "an operation's closure takes (const RunContext&) or "
+                  "(const RunContext&, Completion)");
   }
 
   bool is_async() const { return async_; }
@@ -141,6 +136,20 @@ class OpFunction {
   Body& body() { return body_; }
 
  private:
+  /// The closure as the engine calls it, made in place from the user's
+  /// (one copy of what it captured, no wrapper around a wrapper).
+  template <typename D>
+  struct Adapter {
+    D g;
+    void operator()(const RunContext& rc, Completion* c) {
+      if constexpr (std::is_invocable_v<D&, const RunContext&, Completion>) {
+        g(rc, std::move(*c));
+      } else {
+        g(rc);
+      }
+    }
+  };
+
   Body body_;
   bool async_ = false;
 };

@@ -21,7 +21,7 @@ class SmallVector {
   static_assert(N > 0 && N < (1u << 16), "inline capacity out of range");
 
  public:
-  SmallVector() noexcept = default;
+  SmallVector() noexcept {}  // leaves the inline storage unwritten
   SmallVector(std::initializer_list<T> items) { assign(items.begin(), items.size()); }
   SmallVector(std::span<const T> items) { assign(items.data(), items.size()); }     // NOLINT
   SmallVector(const std::vector<T>& items) { assign(items.data(), items.size()); }  // NOLINT
@@ -113,7 +113,12 @@ class SmallVector {
   T* data_ = inline_;
   std::uint32_t size_ = 0;
   std::uint32_t capacity_ = N;
-  T inline_[N];
+  /// In a union, so that no element is made until it is assigned: a T with
+  /// a default value (a null VarHandle) would otherwise be written N times
+  /// for every list made, and a struct of lists cleared as a block.
+  union {
+    T inline_[N];
+  };
 };
 
 }  // namespace tagflow::detail
