@@ -22,6 +22,7 @@ packages=(
   python3-dev pybind11-dev python3-numpy libdlpack-dev  # the Python module (python/)
   python3-pytest   # its tests (tests/python)
   python3-venv python3-setuptools python3-wheel  # scripts/install-python.sh: venv, offline pip install
+  python3-torch    # PyTorch 1.13: its bits for 16-bit safetensors files, DLPack with it (tests)
   openmpi-bin libopenmpi-dev  # training across processes (mpirun, nn/dist/mpi_communicator.cc)
   clang-14 libclang-rt-14-dev  # the fuzz targets: clang++-14 and libFuzzer (scripts/fuzz.sh)
   chromium-headless-shell  # the profile page's browser test (tests/tools/profile_page_browser_test.py)

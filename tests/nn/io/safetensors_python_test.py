@@ -1,10 +1,16 @@
 #!/usr/bin/env python3
-"""float16 and bfloat16 safetensors files between tagflow and Python's
-`safetensors` (with PyTorch): a file tagflow writes opens in Python with the
-bits PyTorch's own conversions give, and a file Python writes loads in
-tagflow with the same bits. Exits 77 (skipped) when the Python given has no
-`safetensors.torch` (Debian has no package of it: `pip install torch
-safetensors` in a virtual environment, then TAGFLOW_TEST_PYTHON=DIR/bin/python).
+"""float16 and bfloat16 safetensors files between tagflow and Python: a file
+tagflow writes opens in Python with the bits PyTorch's own conversions give,
+and a file Python writes loads in tagflow with the same bits.
+
+The files are read and written by Python's `safetensors` package where the
+interpreter has it (`pip install torch safetensors` in a virtual
+environment, then TAGFLOW_TEST_PYTHON=DIR/bin/python). Debian packages
+PyTorch (python3-torch) but not `safetensors`: with PyTorch alone, the test
+reads and writes the files by the format's specification (an 8-byte
+little-endian header length, a JSON header of dtype, shape and data offsets,
+the raw little-endian bytes), and PyTorch gives the bits. Exits 77 (skipped)
+without PyTorch.
 
 Usage: safetensors_python_test.py HELPER
 """
@@ -12,6 +18,7 @@ Usage: safetensors_python_test.py HELPER
 import json
 import math
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -20,15 +27,60 @@ VALUES = [0.1, -2.5, 65504.0, 1e-7, 3.14159, math.inf, -math.inf, math.nan, 1e10
           6.1e-5]
 
 
+def spec_load_file(path, torch):
+    """A safetensors file read by the format's specification."""
+    names = {"F16": torch.float16, "BF16": torch.bfloat16, "F32": torch.float32}
+    with open(path, "rb") as f:
+        data = f.read()
+    (length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + length])
+    body = data[8 + length:]
+    tensors = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = entry["data_offsets"]
+        raw = bytearray(body[begin:end])  # frombuffer wants a writable buffer
+        tensors[name] = torch.frombuffer(raw, dtype=names[entry["dtype"]]).reshape(entry["shape"])
+    return tensors
+
+
+def spec_save_file(tensors, path, metadata, torch):
+    """A safetensors file written by the format's specification."""
+    names = {torch.float16: "F16", torch.bfloat16: "BF16", torch.float32: "F32"}
+    header = {"__metadata__": metadata}
+    chunks = []
+    offset = 0
+    for name, t in tensors.items():
+        raw = t.contiguous().flatten().view(torch.uint8).numpy().tobytes()  # x86: little-endian
+        header[name] = {"dtype": names[t.dtype], "shape": list(t.shape),
+                        "data_offsets": [offset, offset + len(raw)]}
+        chunks.append(raw)
+        offset += len(raw)
+    text = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(chunks))
+
+
 def main():
     helper = sys.argv[1]
     try:
         import torch
-        from safetensors.torch import load_file, save_file
     except ImportError as e:
-        print(f"skipped: {sys.executable} has no safetensors.torch ({e}); set "
-              "TAGFLOW_TEST_PYTHON to a Python with torch and safetensors")
+        print(f"skipped: {sys.executable} has no PyTorch ({e}); install python3-torch, or set "
+              "TAGFLOW_TEST_PYTHON to a Python with torch (and safetensors)")
         return 77
+    try:
+        from safetensors.torch import load_file, save_file
+        reader = "the safetensors package"
+    except ImportError:
+        def load_file(path):
+            return spec_load_file(path, torch)
+
+        def save_file(tensors, path, metadata):
+            spec_save_file(tensors, path, metadata, torch)
+        reader = "the format's specification (no safetensors package here)"
+    print(f"files read and written by {reader}")
     failures = []
 
     def expect(condition, what):
