@@ -10,6 +10,7 @@
 
 #include "engine/detail/object_pool.h"
 #include "engine/inline_function.h"
+#include "engine/operation.h"
 #include "engine/small_vector.h"
 
 namespace tagflow::detail {
@@ -44,6 +45,88 @@ TEST(InlineFunction, MovesAndDestroysCapturesExactlyOnce) {
     EXPECT_EQ(g(), 7);
   }
   EXPECT_EQ(token.use_count(), 1);
+}
+
+/// Counts how it was copied and moved.
+struct Tally {
+  int* copies;
+  int* moves;
+  Tally(int* c, int* m) : copies(c), moves(m) {}
+  Tally(const Tally& other) : copies(other.copies), moves(other.moves) { ++*copies; }
+  Tally(Tally&& other) noexcept : copies(other.copies), moves(other.moves) { ++*moves; }
+  Tally& operator=(const Tally&) = delete;
+  Tally& operator=(Tally&&) = delete;
+};
+
+TEST(InlineFunction, MakesAnAggregateInPlace) {
+  struct Plus {
+    int base;
+    int operator()(int x) const { return base + x; }
+  };
+  InlineFunction<int(int), 48> f(std::in_place_type<Plus>, 40);
+  EXPECT_EQ(f(2), 42);
+  int copies = 0, moves = 0;
+  struct Holder {
+    Tally tally;
+    int operator()() const { return *tally.moves; }
+  };
+  InlineFunction<int(), 48> g(std::in_place_type<Holder>, Tally(&copies, &moves));
+  EXPECT_EQ(copies, 0);
+  EXPECT_EQ(moves, 1);  // the argument, moved once into its place
+}
+
+TEST(OpFunction, TakesTheClosureWithOneMoveOrOneCopy) {
+  // An operation's closure is made once, in place: what it captured is
+  // moved (or, from an lvalue, copied) exactly once, whatever wraps it.
+  int copies = 0, moves = 0;
+  Tally tally(&copies, &moves);
+  auto sync_body = [t = std::move(tally)](const RunContext&) { ++*t.copies; };
+  copies = moves = 0;
+  OpFunction from_rvalue = std::move(sync_body);
+  EXPECT_EQ(copies, 0);
+  EXPECT_EQ(moves, 1);
+  EXPECT_FALSE(from_rvalue.is_async());
+
+  copies = moves = 0;
+  OpFunction from_lvalue = sync_body;
+  EXPECT_EQ(copies, 1);
+  EXPECT_EQ(moves, 0);
+
+  copies = moves = 0;
+  from_lvalue.body()(RunContext{}, nullptr);  // the closure's own body runs
+  EXPECT_EQ(copies, 1);
+
+  int async_runs = 0;
+  OpFunction async = [&async_runs](const RunContext&, Completion c) {
+    ++async_runs;
+    EXPECT_FALSE(c.pending());  // an empty Completion was handed over
+  };
+  EXPECT_TRUE(async.is_async());
+  Completion none;
+  async.body()(RunContext{}, &none);
+  EXPECT_EQ(async_runs, 1);
+}
+
+TEST(SmallVector, ElementsWithADefaultValueAreKeptThroughCopiesAndMoves) {
+  // The inline elements are left unwritten until assigned: what is read
+  // back is only ever what was put there.
+  struct Tagged {
+    std::uint64_t bits = 0xdead;
+  };
+  SmallVector<Tagged, 3> v;
+  EXPECT_TRUE(v.empty());
+  v.push_back(Tagged{1});
+  v.push_back(Tagged{2});
+  SmallVector<Tagged, 3> copy = v;
+  SmallVector<Tagged, 3> moved = std::move(v);
+  ASSERT_EQ(copy.size(), 2u);
+  ASSERT_EQ(moved.size(), 2u);
+  EXPECT_EQ(copy[0].bits, 1u);
+  EXPECT_EQ(copy[1].bits, 2u);
+  EXPECT_EQ(moved[1].bits, 2u);
+  SmallVector<Tagged, 3> listed{Tagged{}, Tagged{7}};
+  EXPECT_EQ(listed[0].bits, 0xdeadu);
+  EXPECT_EQ(listed[1].bits, 7u);
 }
 
 TEST(SmallVector, GrowsPastInlineCapacityAndCopies) {
