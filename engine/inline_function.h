@@ -34,6 +34,14 @@ class InlineFunction<R(Args...), Capacity> {
     static_assert(std::is_invocable_r_v<R, D&, Args...>, "not callable with the signature");
     if constexpr (fits_inline<D>()) {
       if constexpr (std::is_trivially_copyable_v<D> && std::is_trivially_destructible_v<D>) {
+        // Moves copy the whole buffer: the bytes past the callable are
+        // cleared (a fixed size per type, a store or two), so that no copy
+        // reads bytes nothing wrote. An empty callable writes none.
+        if constexpr (std::is_empty_v<D>) {
+          std::memset(storage_, 0, Capacity);
+        } else if constexpr (sizeof(D) < Capacity) {
+          std::memset(storage_ + sizeof(D), 0, Capacity - sizeof(D));
+        }
         make<D>(storage_, std::forward<A>(args)...);
         ops_ = &kTrivialOps<D>;
       } else {
@@ -101,10 +109,8 @@ class InlineFunction<R(Args...), Capacity> {
     if (ops_->move != nullptr) {
       ops_->move(other.storage_, storage_);
     } else {
-      // The whole buffer, a fixed size copied in a few moves. The bytes
-      // past the callable were never written: copying indeterminate bytes
-      // as unsigned char is defined, and nothing reads them. Zeroing them
-      // when the callable is made cost a block clear on every push.
+      // The whole buffer, a fixed size copied in a few moves (the bytes
+      // past the callable cleared when it was made).
       std::memcpy(storage_, other.storage_, Capacity);
     }
   }

@@ -59,7 +59,8 @@ class SmallVector {
   void push_back(const T& value) {
     if (size_ == capacity_) [[unlikely]]
       reserve(static_cast<std::size_t>(size_) + 1);
-    data_[size_++] = value;
+    std::construct_at(data_ + size_, value);
+    ++size_;
   }
   void clear() { size_ = 0; }
   /// Drops the elements from `new_size` on.
@@ -67,8 +68,9 @@ class SmallVector {
     if (new_size < size_) size_ = static_cast<std::uint32_t>(new_size);
   }
 
-  /// Sets the size to `n`, at most the capacity: for elements written
-  /// through data() after reserve(). Those below `n` must all be assigned.
+  /// Sets the size to `n`, at most the capacity: for elements made through
+  /// data() after reserve(). Those below `n` must all have been made there
+  /// (std::construct_at: the inline storage holds no element until then).
   void resize_within_capacity(std::size_t n) {
     size_ = static_cast<std::uint32_t>(std::min<std::size_t>(n, capacity_));
   }
@@ -77,7 +79,7 @@ class SmallVector {
     if (wanted <= capacity_) return;
     const std::size_t grown = std::max<std::size_t>(wanted, std::size_t{capacity_} * 2);
     T* bigger = new T[grown];
-    std::copy(data_, data_ + size_, bigger);
+    std::copy(data_, data_ + size_, bigger);  // over elements new[] made
     release();
     data_ = bigger;
     capacity_ = static_cast<std::uint32_t>(grown);
@@ -92,7 +94,7 @@ class SmallVector {
   }
   void assign(const T* items, std::size_t count) {
     reserve(count);
-    std::copy(items, items + count, data_);
+    std::uninitialized_copy(items, items + count, data_);
     size_ = static_cast<std::uint32_t>(count);
   }
   void steal(SmallVector& other) noexcept {
@@ -105,7 +107,9 @@ class SmallVector {
     } else {
       data_ = inline_;
       capacity_ = N;
-      for (std::size_t i = 0; i < other.size_ && i < N; ++i) inline_[i] = other.inline_[i];
+      for (std::size_t i = 0; i < other.size_ && i < N; ++i) {
+        std::construct_at(inline_ + i, other.inline_[i]);
+      }
     }
     other.size_ = 0;
   }
@@ -113,9 +117,9 @@ class SmallVector {
   T* data_ = inline_;
   std::uint32_t size_ = 0;
   std::uint32_t capacity_ = N;
-  /// In a union, so that no element is made until it is assigned: a T with
-  /// a default value (a null VarHandle) would otherwise be written N times
-  /// for every list made, and a struct of lists cleared as a block.
+  /// In a union, so that no element is made until one is put there
+  /// (std::construct_at): a T with a default value (a null VarHandle) would
+  /// otherwise be written N times for every list made.
   union {
     T inline_[N];
   };

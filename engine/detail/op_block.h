@@ -158,14 +158,16 @@ struct alignas(64) OpBlock : Pooled<OpBlock> {
     };
     for (VarHandle v : writes) {
       VarBlock* var = var_block(v);
-      if (find(var, v.generation()) == n) kept[n++] = Dep{var, Access::kWrite, v.generation()};
+      if (find(var, v.generation()) == n) {
+        std::construct_at(kept + n++, Dep{var, Access::kWrite, v.generation()});
+      }
     }
     const std::size_t written = n;
     for (VarHandle v : reads) {
       VarBlock* var = var_block(v);
       const std::size_t i = find(var, v.generation());
       if (i == n) {
-        kept[n++] = Dep{var, Access::kRead, v.generation()};
+        std::construct_at(kept + n++, Dep{var, Access::kRead, v.generation()});
       } else if (i < written) {
         kept[i].access = Access::kReadWrite;  // modified in place
       }

@@ -214,9 +214,9 @@ class ThreadedEngine final : public Engine, public EngineCore {
   static void delete_now(VarBlock* var);
   // The four below are small and on every push or completion: inlined
   // (defined in threaded_engine.cc, the only file that calls them).
-  /// Starts fetching the records `var`'s next claim will look at.
   /// Asks for `var`'s record and generation (push, before its lock).
   [[gnu::always_inline]] inline static void prefetch_variable(VarHandle var);
+  /// Starts fetching the records `var`'s next claim will look at.
   [[gnu::always_inline]] inline static void prefetch_predecessors(const VarBlock& var, bool write);
   /// Links `op` after `pred` unless `pred` has completed; true if linked.
   [[gnu::always_inline]] inline static bool add_edge(const OpRef& pred, OpBlock* op,

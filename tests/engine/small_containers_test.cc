@@ -107,6 +107,28 @@ TEST(OpFunction, TakesTheClosureWithOneMoveOrOneCopy) {
   EXPECT_EQ(async_runs, 1);
 }
 
+Operation moved_through(Operation op) { return op; }
+
+TEST(OpFunction, AnEmptyClosureMovesThroughALocalOperation) {
+  // A captureless closure writes no byte of the buffer it is held in; the
+  // moves that copy the whole buffer must still compile warning-free
+  // (-Werror) and call it.
+  int calls = 0;
+  Operation op{.name = "noop", .fn = [](const RunContext&) {}};
+  op.reads.push_back(VarHandle{});
+  Operation moved = moved_through(std::move(op));
+  ASSERT_TRUE(static_cast<bool>(moved.fn));
+  moved.fn.body()(RunContext{}, nullptr);
+  InlineFunction<void(), 48> h = [] {};
+  InlineFunction<void(), 48> g = std::move(h);
+  EXPECT_FALSE(static_cast<bool>(h));
+  g();
+  InlineFunction<void(), 48> counted = [&calls] { ++calls; };
+  InlineFunction<void(), 48> moved_counted = std::move(counted);
+  moved_counted();
+  EXPECT_EQ(calls, 1);
+}
+
 TEST(SmallVector, ElementsWithADefaultValueAreKeptThroughCopiesAndMoves) {
   // The inline elements are left unwritten until assigned: what is read
   // back is only ever what was put there.
