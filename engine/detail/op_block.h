@@ -128,6 +128,17 @@ struct alignas(64) OpBlock : Pooled<OpBlock> {
     while (owned_edges != nullptr) delete std::exchange(owned_edges, owned_edges->owned_next);
   }
   OpBlock() = default;
+  /// A user operation's record, its fields and closure taken from `op`
+  /// (each written once: this is on every push); its dependencies are
+  /// filled next, by set_deps.
+  OpBlock(Operation& op, WorkerPool* where, EngineCore* owner)
+      : priority(op.priority),
+        queue(op.queue),
+        ctx(op.ctx),
+        name(op.name),
+        pool(where),
+        engine(owner),
+        fn(std::move(op.fn)) {}
   OpBlock(const OpBlock&) = delete;
   OpBlock& operator=(const OpBlock&) = delete;
 
@@ -135,12 +146,21 @@ struct alignas(64) OpBlock : Pooled<OpBlock> {
   /// duplicates merged, a variable in both lists becomes kReadWrite. Short
   /// lists keep the order listed (writes first), long ones come out sorted
   /// by address. Inline: it is on every push.
-  void set_deps(const VarList& reads, const VarList& writes) {
+  ///
+  /// `visit(var, handle, is_write)` is called first for each handle listed
+  /// (repeats included, writes first), in the same pass for short lists: the
+  /// threaded engine checks generations and asks for the earlier operations'
+  /// records there. If it throws, `deps` is left partly filled: the caller
+  /// then drops the record.
+  template <typename Visit>
+  void set_deps(const VarList& reads, const VarList& writes, Visit&& visit) {
     const std::size_t listed = reads.size() + writes.size();
     // A repeat is found by looking back over what is kept: a handful of
     // compares and no sort. Long lists are sorted instead, so that an
     // operation on thousands of variables stays n log n.
     if (listed > 16) [[unlikely]] {
+      for (VarHandle v : writes) visit(var_block(v), v, true);
+      for (VarHandle v : reads) visit(var_block(v), v, false);
       set_deps_sorted(reads, writes);
       return;
     }
@@ -158,6 +178,7 @@ struct alignas(64) OpBlock : Pooled<OpBlock> {
     };
     for (VarHandle v : writes) {
       VarBlock* var = var_block(v);
+      visit(var, v, true);
       if (find(var, v.generation()) == n) {
         std::construct_at(kept + n++, Dep{var, Access::kWrite, v.generation()});
       }
@@ -165,6 +186,7 @@ struct alignas(64) OpBlock : Pooled<OpBlock> {
     const std::size_t written = n;
     for (VarHandle v : reads) {
       VarBlock* var = var_block(v);
+      visit(var, v, false);
       const std::size_t i = find(var, v.generation());
       if (i == n) {
         std::construct_at(kept + n++, Dep{var, Access::kRead, v.generation()});
@@ -173,6 +195,9 @@ struct alignas(64) OpBlock : Pooled<OpBlock> {
       }
     }
     deps.resize_within_capacity(n);
+  }
+  void set_deps(const VarList& reads, const VarList& writes) {
+    set_deps(reads, writes, [](VarBlock*, VarHandle, bool) {});
   }
   /// Wraps an exception thrown by this operation into an OperationError
   /// naming it (errors it inherited are passed on unchanged).

@@ -127,11 +127,17 @@ void ThreadedEngine::push_block(Operation& op, OperationState* tracker) {
   if (fork_check_.forked()) [[unlikely]]
     throw_fork_error("push");
   TAGFLOW_CHECK(static_cast<bool>(op.fn), "push: operation '{}' has no closure", op.name);
-  for (VarHandle v : op.reads) {
-    TAGFLOW_CHECK(v != nullptr, "push: operation '{}' lists a null variable in reads", op.name);
-  }
+  // One pass over each list before the lock: refuse a null handle, and ask
+  // for the variables' records and generations all at once, so that their
+  // misses overlap one another and the lock (a prefetch of a freed record
+  // is harmless: nothing is read yet).
   for (VarHandle v : op.writes) {
     TAGFLOW_CHECK(v != nullptr, "push: operation '{}' lists a null variable in writes", op.name);
+    prefetch_variable(v);
+  }
+  for (VarHandle v : op.reads) {
+    TAGFLOW_CHECK(v != nullptr, "push: operation '{}' lists a null variable in reads", op.name);
+    prefetch_variable(v);
   }
   // The common case inline: a CPU device whose pool has started.
   WorkerPool* pool = nullptr;
@@ -139,37 +145,20 @@ void ThreadedEngine::push_block(Operation& op, OperationState* tracker) {
     pool = pools_[static_cast<std::size_t>(op.ctx.index)].load(std::memory_order_acquire);
   if (pool == nullptr) [[unlikely]]
     pool = pool_for(op.name, op.ctx, op.queue);
-  // The variables' records and generations, asked for all at once before
-  // the lock is taken, so that their misses overlap one another and the
-  // lock (a prefetch of a freed record is harmless: nothing is read yet).
-  for (VarHandle v : op.writes) prefetch_variable(v);
-  for (VarHandle v : op.reads) prefetch_variable(v);
   {
     std::lock_guard lock(push_lock_);
-    // Refuse a stale handle (Note [Variable generations] in var_block.h),
-    // and ask for the earlier operations' first lines before building the
-    // record, so the transfers overlap with that work (see submit()).
-    for (VarHandle v : op.writes) {
-      const VarBlock* record = var_block(v);
-      if (!is_live(record, v.generation())) [[unlikely]]
-        throw_stale(v, "push", op.name, "writes");
-      prefetch_predecessors(*record, true);
-    }
-    for (VarHandle v : op.reads) {
-      const VarBlock* record = var_block(v);
-      if (!is_live(record, v.generation())) [[unlikely]]
-        throw_stale(v, "push", op.name, "reads");
-      prefetch_predecessors(*record, false);
-    }
-    auto* block = new OpBlock;
-    block->name = op.name;
-    block->ctx = op.ctx;
-    block->priority = op.priority;
-    block->queue = op.queue;
-    block->pool = pool;
-    block->engine = this;
-    block->set_deps(op.reads, op.writes);
-    block->fn = std::move(op.fn);
+    // Dropped, unpushed, if a handle is stale or what follows throws.
+    std::unique_ptr<OpBlock> made(new OpBlock(op, pool, this));
+    OpBlock* block = made.get();
+    // In the pass that merges the lists: refuse a stale handle (Note
+    // [Variable generations] in var_block.h), and ask for the earlier
+    // operations' first lines before the rest of the record is built, so
+    // the transfers overlap with that work (see submit()).
+    block->set_deps(op.reads, op.writes, [&](const VarBlock* var, VarHandle v, bool write) {
+      if (!is_live(var, v.generation())) [[unlikely]]
+        throw_stale(v, "push", op.name, write ? "writes" : "reads");
+      prefetch_predecessors(*var, write);
+    });
     if (profiling()) [[unlikely]] {
       block->profile = new ProfileMarks{.pushed = profiler_now()};
     }
@@ -177,7 +166,7 @@ void ThreadedEngine::push_block(Operation& op, OperationState* tracker) {
       block->tracker = tracker->retain();  // given back by complete()
     if (model_ != nullptr) [[unlikely]]
       note_modelled_issue(*block);
-    submit(block);
+    submit(made.release());
   }
   thread_local std::uint32_t pushes = 0;
   if ((++pushes & 63) == 0 && config_.max_pending > 0 && this_worker().pool == nullptr) {
