@@ -103,6 +103,9 @@ class alignas(64) ObjectPoolCache {
  public:
   explicit ObjectPoolCache(ObjectPoolRegistry* registry);
 
+  /// The registry's header offset and stride, known to the caller at
+  /// compile time: the prefetches below then unroll.
+  template <std::size_t kHeaderOffset, std::size_t kStride>
   void* allocate() {
     PoolSlotHeader* slot = local_;
     if (slot == nullptr) [[unlikely]]
@@ -111,10 +114,10 @@ class alignas(64) ObjectPoolCache {
     // The next block was most likely freed on another core: start moving its
     // lines here now, so the next allocation finds them (Note [Operation memory]).
     if (local_ != nullptr) {
-      const char* bytes = reinterpret_cast<const char*>(local_) - header_offset_;
-      for (std::size_t off = 0; off < stride_; off += 64) prefetch_for_write(bytes + off);
+      const char* bytes = reinterpret_cast<const char*>(local_) - kHeaderOffset;
+      for (std::size_t off = 0; off < kStride; off += 64) prefetch_for_write(bytes + off);
     }
-    return reinterpret_cast<char*>(slot) - header_offset_;
+    return reinterpret_cast<char*>(slot) - kHeaderOffset;
   }
 
   /// Takes back a block of its own, freed by its owner thread.
@@ -174,9 +177,11 @@ class ObjectPool {
   static_assert(alignof(T) <= 64, "slots are aligned to cache lines");
   static constexpr std::size_t kHeaderOffset =
       (sizeof(T) + alignof(PoolSlotHeader) - 1) / alignof(PoolSlotHeader) * alignof(PoolSlotHeader);
+  /// Object and header rounded up to whole cache lines.
+  static constexpr std::size_t kStride = (kHeaderOffset + sizeof(PoolSlotHeader) + 63) / 64 * 64;
 
  public:
-  static void* allocate() { return local().allocate(); }
+  static void* allocate() { return local().template allocate<kHeaderOffset, kStride>(); }
 
   static void deallocate(void* p) noexcept {
     auto* slot = reinterpret_cast<PoolSlotHeader*>(static_cast<char*>(p) + kHeaderOffset);
