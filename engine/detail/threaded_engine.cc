@@ -145,10 +145,13 @@ void ThreadedEngine::push_block(Operation& op, OperationState* tracker) {
     pool = pools_[static_cast<std::size_t>(op.ctx.index)].load(std::memory_order_acquire);
   if (pool == nullptr) [[unlikely]]
     pool = pool_for(op.name, op.ctx, op.queue);
+  // Dropped, unpushed, if a handle is stale or what follows throws: after
+  // the lock is let go, since the closure's destructor may call the engine
+  // (an array's last reference deletes its variable).
+  std::unique_ptr<OpBlock> made;
   {
     std::lock_guard lock(push_lock_);
-    // Dropped, unpushed, if a handle is stale or what follows throws.
-    std::unique_ptr<OpBlock> made(new OpBlock(op, pool, this));
+    made.reset(new OpBlock(op, pool, this));
     OpBlock* block = made.get();
     // In the pass that merges the lists: refuse a stale handle (Note
     // [Variable generations] in var_block.h), and ask for the earlier
@@ -162,10 +165,10 @@ void ThreadedEngine::push_block(Operation& op, OperationState* tracker) {
     if (profiling()) [[unlikely]] {
       block->profile = new ProfileMarks{.pushed = profiler_now()};
     }
-    if (tracker != nullptr) [[unlikely]]
-      block->tracker = tracker->retain();  // given back by complete()
     if (model_ != nullptr) [[unlikely]]
       note_modelled_issue(*block);
+    if (tracker != nullptr) [[unlikely]]
+      block->tracker = tracker->retain();  // given back by complete()
     submit(made.release());
   }
   thread_local std::uint32_t pushes = 0;

@@ -180,6 +180,45 @@ TEST_P(StaleVarTest, DoubleDeleteIsRefusedAndTheEngineKeepsWorking) {
   });
 }
 
+// A refused push drops the closure it was given, and the closure's
+// destructor may call the engine: here, as an array's does, it deletes a
+// variable. Dropped under the engine's push lock, that would deadlock.
+TEST_P(StaleVarTest, ARefusedPushDropsItsClosureOutsideTheEnginesLock) {
+  run_with_timeout(30s, [&] {
+    VarHandle stale = engine_->new_var();
+    engine_->delete_var(stale);
+    VarHandle live = engine_->new_var();
+    VarHandle owned = engine_->new_var();
+    std::atomic<int> deleted{0};
+    std::atomic<bool> ran{false};
+    // The closure holds the only reference; its release deletes `owned`.
+    auto guard = std::shared_ptr<int>(new int(0), [&, engine = engine_.get()](int* p) {
+      delete p;
+      engine->delete_var(owned, [&] { deleted.fetch_add(1); });
+    });
+    for (const char* list : {"reads", "writes"}) {
+      Operation op{.name = "refused", .ctx = cpu(0), .fn = [g = guard, &ran](const RunContext&) {
+                     ran = true;
+                   }};
+      (std::string(list) == "reads" ? op.reads : op.writes) = {live, stale};
+      if (std::string(list) == "writes") guard.reset();  // the closure's copy is the last one
+      expect_stale([&] { engine_->push(std::move(op)); }, {"push", "'refused'", list});
+    }
+    engine_->wait_for_all();
+    EXPECT_FALSE(ran.load()) << "a refused operation ran";
+    EXPECT_EQ(deleted.load(), 1) << "the closure was not dropped, or dropped twice";
+    EXPECT_THROW(engine_->wait_to_read(owned), StaleVariableError);
+    // The engine still takes pushes on the live variable.
+    int value = 0;
+    engine_->push({.name = "after", .ctx = cpu(0), .writes = {live}, .fn = [&](const RunContext&) {
+                     value = 7;
+                   }});
+    engine_->wait_to_read(live);
+    EXPECT_EQ(value, 7);
+    engine_->delete_var(live);
+  });
+}
+
 // Note [Variable generations]: the handle is stale from the moment
 // delete_var returns, while the deletion still waits for the operation in
 // flight (on the naive engine, it is queued behind the asynchronous one).
