@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "engine/detail/object_pool.h"
 #include "engine/engine.h"
 #include "ops/autograd.h"
 #include "ops/creation.h"
@@ -73,7 +74,10 @@ std::uint64_t bytes_of(const Shape& shape, DType dtype) {
 }  // namespace
 
 NDArray::NDArray(Shape shape, DType dtype, Context ctx)
-    : chunk_(std::make_shared<detail::Chunk>(ctx, bytes_of(shape, dtype))),
+    // Pooled: an operator's result makes one, and malloc and free took about
+    // 110 of the 2,100 instructions of a 4-element `c = a + b` (callgrind).
+    : chunk_(std::allocate_shared<detail::Chunk>(detail::ObjectPoolAllocator<detail::Chunk>{}, ctx,
+                                                 bytes_of(shape, dtype))),
       shape_(shape),
       dtype_(dtype) {}
 

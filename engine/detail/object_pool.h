@@ -28,6 +28,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <utility>
@@ -251,6 +252,36 @@ class ObjectPool {
     if (cache == nullptr) [[unlikely]]
       return adopt();
     return *cache;
+  }
+};
+
+/// A standard allocator over ObjectPool, for one object at a time: with
+/// std::allocate_shared, a shared object and its counts come from the pool
+/// of their joint block (an array's chunk: one per operator's result).
+/// Larger requests go to the global allocator.
+template <typename T>
+class ObjectPoolAllocator {
+ public:
+  using value_type = T;
+  ObjectPoolAllocator() noexcept = default;
+  template <typename U>
+  ObjectPoolAllocator(const ObjectPoolAllocator<U>&) noexcept {}  // NOLINT: rebinding
+
+  T* allocate(std::size_t n) {
+    if (n != 1) [[unlikely]]
+      return std::allocator<T>().allocate(n);
+    return static_cast<T*>(ObjectPool<T>::allocate());
+  }
+  void deallocate(T* p, std::size_t n) noexcept {
+    if (n != 1) [[unlikely]] {
+      std::allocator<T>().deallocate(p, n);
+      return;
+    }
+    ObjectPool<T>::deallocate(p);
+  }
+  template <typename U>
+  bool operator==(const ObjectPoolAllocator<U>&) const noexcept {
+    return true;
   }
 };
 

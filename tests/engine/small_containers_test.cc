@@ -224,5 +224,45 @@ TEST(ObjectPool, ConcurrentAllocateAndRemoteFreeKeepBlocksDistinct) {
   EXPECT_FALSE(overlap.load());
 }
 
+/// Counts its live instances, to see shared objects destroyed exactly once.
+struct Counted {
+  static inline std::atomic<int> live{0};
+  std::uint64_t value;
+  explicit Counted(std::uint64_t v) : value(v) { live.fetch_add(1); }
+  ~Counted() { live.fetch_sub(1); }
+};
+
+TEST(ObjectPoolAllocator, SharedObjectsComeFromThePoolAndAreDestroyedOnce) {
+  using Alloc = ObjectPoolAllocator<Counted>;
+  {
+    std::vector<std::shared_ptr<Counted>> held;
+    std::set<const void*> addresses;
+    for (std::uint64_t i = 0; i < 600; ++i) {
+      held.push_back(std::allocate_shared<Counted>(Alloc{}, i));
+      EXPECT_TRUE(addresses.insert(held.back().get()).second) << "a block handed out twice";
+    }
+    EXPECT_EQ(Counted::live.load(), 600);
+    // Released on another thread (as an array's last handle may be): the
+    // blocks go back to this thread's cache and are handed out again.
+    std::thread([moved = std::move(held)]() mutable { moved.clear(); }).join();
+    EXPECT_EQ(Counted::live.load(), 0);
+    // As for Blob above: what is left of the cache's last chunk (600 blocks
+    // took three chunks of 256) comes first, then every block freed there.
+    std::vector<std::shared_ptr<Counted>> again;
+    int reused = 0;
+    for (std::uint64_t i = 0; i < 3 * 256; ++i) {
+      again.push_back(std::allocate_shared<Counted>(Alloc{}, i));
+      reused += addresses.contains(again.back().get()) ? 1 : 0;
+      EXPECT_EQ(again.back()->value, i);
+    }
+    EXPECT_EQ(reused, 600);
+  }
+  EXPECT_EQ(Counted::live.load(), 0);
+  // Several objects at once go to the global allocator.
+  std::vector<std::uint64_t, ObjectPoolAllocator<std::uint64_t>> many(1000, 7);
+  EXPECT_EQ(many.size(), 1000u);
+  EXPECT_EQ(many[999], 7u);
+}
+
 }  // namespace
 }  // namespace tagflow::detail
