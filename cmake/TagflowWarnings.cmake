@@ -9,9 +9,9 @@ add_library(tagflow_warnings INTERFACE)
 # incomplete), and for a clear of that size its generic tuning picks
 # `rep stosq`, a microcoded string store whose start-up costs tens of
 # cycles on AMD Zen, more than the rest of building the operation. Asked for
-# 16-byte stores up to 256 bytes (memset itself beyond), the push loop of
-# `tagflow bench engine` went from 9.34 to 9.72-9.91 million operations/s on
-# `random` and from 19.2 to 23.4 on `chain` (10 invocations alternating).
+# 16-byte stores up to 256 bytes (memset itself beyond), `tagflow bench
+# engine` went from 8.91 to 9.55 million operations/s on `random` and from
+# 17.5 to 23.6 on `chain` (10 invocations of 3 runs, alternating).
 # Every tagflow target is built so, including the operators, which push
 # operations the same way; a program that pushes many operations itself
 # gains the same from the same option (README, C++ API). Sanitizer builds

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "engine/detail/lifetime.h"
 #include "engine/detail/object_pool.h"
 #include "engine/engine.h"
 #include "ops/autograd.h"
@@ -73,13 +74,24 @@ std::uint64_t bytes_of(const Shape& shape, DType dtype) {
 
 }  // namespace
 
+namespace {
+
+/// A new array's chunk. Pooled: an operator's result makes one, and malloc
+/// and free took about 110 of the 2,100 instructions of a 4-element
+/// `c = a + b` (callgrind). Not in a forked child, where a thread of the
+/// parent may have held the pool's lock at the fork: there the chunk's
+/// variable refuses with ForkError, as before (Note [Engine lifetime]).
+std::shared_ptr<detail::Chunk> make_chunk(Context ctx, std::uint64_t bytes) {
+  if (detail::g_forks.load(std::memory_order_relaxed) != 0) [[unlikely]]
+    return std::make_shared<detail::Chunk>(ctx, bytes);
+  return std::allocate_shared<detail::Chunk>(detail::ObjectPoolAllocator<detail::Chunk>{}, ctx,
+                                             bytes);
+}
+
+}  // namespace
+
 NDArray::NDArray(Shape shape, DType dtype, Context ctx)
-    // Pooled: an operator's result makes one, and malloc and free took about
-    // 110 of the 2,100 instructions of a 4-element `c = a + b` (callgrind).
-    : chunk_(std::allocate_shared<detail::Chunk>(detail::ObjectPoolAllocator<detail::Chunk>{}, ctx,
-                                                 bytes_of(shape, dtype))),
-      shape_(shape),
-      dtype_(dtype) {}
+    : chunk_(make_chunk(ctx, bytes_of(shape, dtype))), shape_(shape), dtype_(dtype) {}
 
 NDArray NDArray::from_memory(void* data, Shape shape, DType dtype, Context ctx,
                              std::function<void()> release) {

@@ -1,7 +1,7 @@
 #pragma once
 // ObjectPool: fixed-size blocks recycled per thread, for the engine's
-// operation and variable records. Allocation pops a thread-local list; a
-// block freed by another thread goes back to its owner's lock-free return
+// operation and variable records, and (ObjectPoolAllocator) arrays' chunks. Allocation pops a
+// thread-local list; a block freed by another thread goes back to its owner's lock-free return
 // list, which the owner takes whole when its own list runs dry.
 //
 // Note [Operation memory]
@@ -183,6 +183,8 @@ class ObjectPool {
 
  public:
   static void* allocate() { return local().template allocate<kHeaderOffset, kStride>(); }
+  /// Bytes from one slot to the next.
+  static constexpr std::size_t stride() { return kStride; }
 
   static void deallocate(void* p) noexcept {
     auto* slot = reinterpret_cast<PoolSlotHeader*>(static_cast<char*>(p) + kHeaderOffset);

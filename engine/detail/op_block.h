@@ -150,8 +150,8 @@ struct alignas(64) OpBlock : Pooled<OpBlock> {
   /// `visit(var, handle, is_write)` is called first for each handle listed
   /// (repeats included, writes first), in the same pass for short lists: the
   /// threaded engine checks generations and asks for the earlier operations'
-  /// records there. If it throws, `deps` is left partly filled: the caller
-  /// then drops the record.
+  /// records there. If it throws, `deps` is left empty: the caller then
+  /// drops the record.
   template <typename Visit>
   void set_deps(const VarList& reads, const VarList& writes, Visit&& visit) {
     const std::size_t listed = reads.size() + writes.size();

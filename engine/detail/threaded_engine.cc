@@ -131,12 +131,12 @@ void ThreadedEngine::push_block(Operation& op, OperationState* tracker) {
   // for the variables' records and generations all at once, so that their
   // misses overlap one another and the lock (a prefetch of a freed record
   // is harmless: nothing is read yet).
-  for (VarHandle v : op.writes) {
-    TAGFLOW_CHECK(v != nullptr, "push: operation '{}' lists a null variable in writes", op.name);
-    prefetch_variable(v);
-  }
   for (VarHandle v : op.reads) {
     TAGFLOW_CHECK(v != nullptr, "push: operation '{}' lists a null variable in reads", op.name);
+    prefetch_variable(v);
+  }
+  for (VarHandle v : op.writes) {
+    TAGFLOW_CHECK(v != nullptr, "push: operation '{}' lists a null variable in writes", op.name);
     prefetch_variable(v);
   }
   // The common case inline: a CPU device whose pool has started.
@@ -162,11 +162,14 @@ void ThreadedEngine::push_block(Operation& op, OperationState* tracker) {
         throw_stale(v, "push", op.name, write ? "writes" : "reads");
       prefetch_predecessors(*var, write);
     });
+    std::unique_ptr<ProfileMarks> marks;  // the record does not free them
     if (profiling()) [[unlikely]] {
-      block->profile = new ProfileMarks{.pushed = profiler_now()};
+      marks.reset(new ProfileMarks{.pushed = profiler_now()});
     }
     if (model_ != nullptr) [[unlikely]]
       note_modelled_issue(*block);
+    // Nothing below throws.
+    block->profile = marks.release();
     if (tracker != nullptr) [[unlikely]]
       block->tracker = tracker->retain();  // given back by complete()
     submit(made.release());

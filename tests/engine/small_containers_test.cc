@@ -262,6 +262,12 @@ TEST(ObjectPoolAllocator, SharedObjectsComeFromThePoolAndAreDestroyedOnce) {
   std::vector<std::uint64_t, ObjectPoolAllocator<std::uint64_t>> many(1000, 7);
   EXPECT_EQ(many.size(), 1000u);
   EXPECT_EQ(many[999], 7u);
+  const auto* begin = reinterpret_cast<const char*>(many.data());
+  ObjectPool<std::uint64_t>::for_each_slot([&](void* slot) {
+    const auto* start = static_cast<const char*>(slot);
+    EXPECT_FALSE(begin >= start && begin < start + ObjectPool<std::uint64_t>::stride())
+        << "8,000 bytes handed out of a pool slot";
+  });
 }
 
 }  // namespace
