@@ -35,10 +35,7 @@ void* ObjectPoolRegistry::new_chunk(std::size_t stride, std::size_t slots) {
 }
 
 ObjectPoolCache::ObjectPoolCache(ObjectPoolRegistry* registry)
-    : registry_(registry),
-      header_offset_(registry->header_offset()),
-      // Object and header rounded up to whole cache lines.
-      stride_((registry->header_offset() + sizeof(PoolSlotHeader) + 63) / 64 * 64) {}
+    : registry_(registry), header_offset_(registry->header_offset()), stride_(registry->stride()) {}
 
 PoolSlotHeader* ObjectPoolCache::refill() {
   PoolSlotHeader* taken = remote_.exchange(nullptr, std::memory_order_acquire);

@@ -1,8 +1,9 @@
 #pragma once
 // ObjectPool: fixed-size blocks recycled per thread, for the engine's
-// operation and variable records, and (ObjectPoolAllocator) arrays' chunks. Allocation pops a
-// thread-local list; a block freed by another thread goes back to its owner's lock-free return
-// list, which the owner takes whole when its own list runs dry.
+// operation and variable records, and (ObjectPoolAllocator) arrays' chunks.
+// Allocation pops a thread-local list; a block freed by another thread goes
+// back to its owner's lock-free return list, which the owner takes whole
+// when its own list runs dry.
 //
 // Note [Operation memory]
 // Operations are allocated by the pushing thread and freed by whichever
@@ -52,12 +53,14 @@ inline void prefetch_for_write(const void* p) {
 /// Registry of every cache and chunk for one block size (never freed).
 class ObjectPoolRegistry {
  public:
-  ObjectPoolRegistry(std::size_t block_size, std::size_t header_offset)
-      : block_size_(block_size), header_offset_(header_offset) {}
+  ObjectPoolRegistry(std::size_t block_size, std::size_t header_offset, std::size_t stride)
+      : block_size_(block_size), header_offset_(header_offset), stride_(stride) {}
   std::size_t block_size() const { return block_size_; }
   /// Bytes from a slot's start (its object, cache-line aligned) to the
   /// pool's header behind the object.
   std::size_t header_offset() const { return header_offset_; }
+  /// Bytes from one slot to the next: object and header in whole cache lines.
+  std::size_t stride() const { return stride_; }
   ObjectPoolCache* adopt();
   void release(ObjectPoolCache* cache);
   /// A zero-filled chunk of `slots` slots of `stride` bytes each.
@@ -77,6 +80,7 @@ class ObjectPoolRegistry {
  private:
   std::size_t block_size_;
   std::size_t header_offset_;
+  std::size_t stride_;
   std::mutex mutex_;
   std::vector<ObjectPoolCache*> idle_;
   std::vector<ObjectPoolCache*> all_;
@@ -218,7 +222,7 @@ class ObjectPool {
   }
   static ObjectPoolRegistry& registry() {
     // Leaked on purpose: blocks may be freed during static destruction.
-    static ObjectPoolRegistry* registry = new ObjectPoolRegistry(sizeof(T), kHeaderOffset);
+    static ObjectPoolRegistry* registry = new ObjectPoolRegistry(sizeof(T), kHeaderOffset, kStride);
     return *registry;
   }
   // The thread's cache: a plain thread-local pointer, valid for the whole
