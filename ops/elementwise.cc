@@ -43,37 +43,50 @@ void push_binary(const char* name, BinaryOp op, const NDArray& a, const NDArray&
   const void* pa = a.raw_data();
   const void* pb = b.raw_data();
   void* po = out.raw_data();
-  const VarList reads = {a.var(), b.var()};
+  VarList reads = {a.var(), b.var()};
   if (a.shape() == b.shape()) {
     const std::int64_t n = out.size();
-    detail::push_operation(name, out.context(), reads, {out.var()}, [=](const RunContext& rc) {
-      run_kernel(
-          rc, detail::elementwise_work(n, dtype, 3),
-          [=] { cpu_kernels::binary(op, dtype, pa, pb, po, n); },
-          [=](void* stream) { gpu_kernels::binary(op, dtype, pa, pb, po, n, stream); });
-    });
+    detail::push_operation(
+        name, out.context(), std::move(reads), {out.var()}, [=](const RunContext& rc) {
+          run_kernel(
+              rc, detail::elementwise_work(n, dtype, 3),
+              [=] { cpu_kernels::binary(op, dtype, pa, pb, po, n); },
+              [=](void* stream) { gpu_kernels::binary(op, dtype, pa, pb, po, n, stream); });
+        });
     return;
   }
   const detail::BroadcastPlan plan = detail::make_broadcast_plan(a.shape(), b.shape(), out.shape());
   if (out.size() == 0) return;
   const std::int64_t plan_size = out.size();
-  detail::push_operation(name, out.context(), reads, {out.var()}, [=](const RunContext& rc) {
-    run_kernel(
-        rc, detail::elementwise_work(plan_size, dtype, 3),
-        [=] { cpu_kernels::binary_broadcast(op, dtype, pa, pb, po, plan); },
-        [=](void* stream) { gpu_kernels::binary_broadcast(op, dtype, pa, pb, po, plan, stream); });
-  });
+  detail::push_operation(name, out.context(), std::move(reads), {out.var()},
+                         [=](const RunContext& rc) {
+                           run_kernel(
+                               rc, detail::elementwise_work(plan_size, dtype, 3),
+                               [=] { cpu_kernels::binary_broadcast(op, dtype, pa, pb, po, plan); },
+                               [=](void* stream) {
+                                 gpu_kernels::binary_broadcast(op, dtype, pa, pb, po, plan, stream);
+                               });
+                         });
 }
 
 void check_binary(const char* name, BinaryOp op, const NDArray& a, const NDArray& b) {
-  detail::check_same_context(name, {&a, &b});
-  detail::check_same_dtype(name, {&a, &b});
+  // A few compares in the common case; the full checks say what differs.
+  if (!a.defined() || !b.defined() || a.context() != b.context() || a.dtype() != b.dtype())
+      [[unlikely]] {
+    detail::check_same_context(name, {&a, &b});
+    detail::check_same_dtype(name, {&a, &b});
+  }
   if (op == BinaryOp::kPow) detail::check_floating(name, a, 1);
+}
+
+/// The shape of `a op b`: `a`'s when both have it, without the general rule.
+Shape result_shape(const char* name, const NDArray& a, const NDArray& b) {
+  return a.shape() == b.shape() ? a.shape() : broadcast_shapes(a.shape(), b.shape(), name);
 }
 
 NDArray binary(const char* name, BinaryOp op, const NDArray& a, const NDArray& b) {
   check_binary(name, op, a, b);
-  NDArray out(broadcast_shapes(a.shape(), b.shape(), name), a.dtype(), a.context());
+  NDArray out(result_shape(name, a, b), a.dtype(), a.context());
   push_binary(name, op, a, b, out);
   detail::record_binary(name, op, a, b, out);
   return out;
@@ -82,7 +95,7 @@ NDArray binary(const char* name, BinaryOp op, const NDArray& a, const NDArray& b
 NDArray& binary_in_place(const char* name, BinaryOp op, NDArray& a, const NDArray& b) {
   check_binary(name, op, a, b);
   detail::refuse_in_place_while_recording(name, a, &b);
-  const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
+  const Shape shape = result_shape(name, a, b);
   TAGFLOW_CHECK(shape == a.shape(),
                 "{}: an in-place result keeps the shape of the first argument ({}), but "
                 "broadcasting with ({}) gives ({})",

@@ -101,19 +101,8 @@ NDArray NDArray::from_memory(void* data, Shape shape, DType dtype, Context ctx,
   return NDArray(std::move(chunk), shape, dtype, 0);
 }
 
-void NDArray::check_defined(const char* what) const {
-  TAGFLOW_CHECK(chunk_ != nullptr, "{}: the array is empty (default-constructed NDArray)", what);
-}
-
-VarHandle NDArray::var() const {
-  check_defined("var");
-  return chunk_->var();
-}
-
-void* NDArray::raw_data() const {
-  check_defined("raw_data");
-  return static_cast<char*>(chunk_->data()) +
-         offset_ * static_cast<std::int64_t>(dtype_size(dtype_));
+void NDArray::throw_undefined(const char* what) {
+  detail::throw_error("{}: the array is empty (default-constructed NDArray)", what);
 }
 
 bool NDArray::same_as(const NDArray& other) const {

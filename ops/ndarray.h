@@ -97,12 +97,20 @@ class NDArray {
   std::int64_t size() const { return shape_.size(); }
   std::uint64_t nbytes() const { return static_cast<std::uint64_t>(size()) * dtype_size(dtype_); }
 
-  /// The engine variable guarding the memory (shared with views).
-  VarHandle var() const;
+  /// The engine variable guarding the memory (shared with views). Inline,
+  /// with raw_data(): every operator asks for both, on every push.
+  VarHandle var() const {
+    check_defined("var");
+    return chunk_->var();
+  }
   /// Device pointer to the first element, for kernels; checks the dtype.
   template <typename T>
   T* data() const;
-  void* raw_data() const;
+  void* raw_data() const {
+    check_defined("raw_data");
+    return static_cast<char*>(chunk_->data()) +
+           offset_ * static_cast<std::int64_t>(dtype_size(dtype_));
+  }
 
   /// True when both handles name the same array: the identity the
   /// tutorials check with Python's `is` (`y.as_in_context(gpu()) is y`).
@@ -216,7 +224,11 @@ class NDArray {
   NDArray(std::shared_ptr<detail::Chunk> chunk, Shape shape, DType dtype, std::int64_t offset)
       : chunk_(std::move(chunk)), shape_(shape), dtype_(dtype), offset_(offset) {}
   NDArray view(Shape shape, std::int64_t offset) const;
-  void check_defined(const char* what) const;
+  void check_defined(const char* what) const {
+    if (chunk_ == nullptr) [[unlikely]]
+      throw_undefined(what);
+  }
+  [[noreturn, gnu::cold]] static void throw_undefined(const char* what);
   /// The values of this array on the host (a host array itself, or a copy).
   NDArray on_host() const;
 

@@ -30,12 +30,6 @@ void Shape::push_back(std::int64_t extent) {
   dims_[ndim_++] = extent;
 }
 
-std::int64_t Shape::size() const {
-  std::int64_t n = 1;
-  for (int i = 0; i < ndim_; ++i) n *= dims_[i];
-  return n;
-}
-
 int Shape::normalize_axis(int axis, const char* op) const {
   TAGFLOW_CHECK(axis >= -ndim_ && axis < ndim_,
                 "{}: axis {} is out of range for an array of shape ({}), which has {} "
@@ -51,14 +45,6 @@ std::string Shape::str() const {
     s += std::to_string(dims_[i]);
   }
   return s;
-}
-
-bool operator==(const Shape& a, const Shape& b) {
-  if (a.ndim_ != b.ndim_) return false;
-  for (int i = 0; i < a.ndim_; ++i) {
-    if (a.dims_[i] != b.dims_[i]) return false;
-  }
-  return true;
 }
 
 std::ostream& operator<<(std::ostream& os, const Shape& shape) { return os << shape.str(); }

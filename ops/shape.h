@@ -23,8 +23,13 @@ class Shape {
   int ndim() const { return ndim_; }
   std::int64_t operator[](int axis) const { return dims_[axis]; }
   std::int64_t& operator[](int axis) { return dims_[axis]; }
-  /// Number of elements (1 for no dimension).
-  std::int64_t size() const;
+  /// Number of elements (1 for no dimension). Inline, as the equality:
+  /// every operator asks, on every push.
+  std::int64_t size() const {
+    std::int64_t n = 1;
+    for (int i = 0; i < ndim_; ++i) n *= dims_[i];
+    return n;
+  }
   std::span<const std::int64_t> dims() const { return {dims_, static_cast<std::size_t>(ndim_)}; }
 
   /// Appends an extent (checked as the constructor checks them).
@@ -35,7 +40,13 @@ class Shape {
 
   /// "2x3".
   std::string str() const;
-  friend bool operator==(const Shape& a, const Shape& b);
+  friend bool operator==(const Shape& a, const Shape& b) {
+    if (a.ndim_ != b.ndim_) return false;
+    for (int i = 0; i < a.ndim_; ++i) {
+      if (a.dims_[i] != b.dims_[i]) return false;
+    }
+    return true;
+  }
 
  private:
   std::int64_t dims_[kMaxDims] = {};

@@ -24,16 +24,6 @@ std::atomic<std::uint32_t> next_thread_number{0};
 
 }  // namespace
 
-std::uint64_t PooledAllocator::size_class(std::uint64_t bytes) {
-  constexpr std::uint64_t kSmallest = 512;
-  if (bytes <= kSmallest) return kSmallest;
-  // Four classes per power of two: round up to a multiple of a quarter of
-  // the power of two just below `bytes`.
-  const std::uint64_t power = std::bit_floor(bytes - 1);
-  const std::uint64_t step = power / 4;
-  return (bytes + step - 1) / step * step;
-}
-
 PooledAllocator::PooledAllocator(Context ctx, std::unique_ptr<DeviceMemory> memory,
                                  std::uint64_t limit, std::uint64_t max_cached_block,
                                  ReleaseGate* gate)
@@ -43,16 +33,6 @@ PooledAllocator::PooledAllocator(Context ctx, std::unique_ptr<DeviceMemory> memo
       limit_(limit),
       capacity_(memory_->capacity()),
       gate_(gate) {}
-
-std::size_t PooledAllocator::class_index(std::uint64_t size) {
-  if (size <= 512) return 0;
-  const std::uint64_t power = std::bit_floor(size - 1);
-  const std::uint64_t step = power / 4;
-  const std::size_t octave = static_cast<std::size_t>(std::countr_zero(power)) - 9;
-  // A class value is 5, 6, 7 or 8 steps (Note [Size classes]).
-  const std::size_t index = 1 + 4 * octave + static_cast<std::size_t>(size / step - 5);
-  return size % step == 0 && index < kClasses ? index : kClasses;
-}
 
 std::uint32_t PooledAllocator::magazine_capacity(std::size_t index) {
   static_assert(kMagazineClasses == 25, "classes up to 32 KiB: class 24 is 32 KiB");
@@ -220,12 +200,30 @@ MemoryBlock PooledAllocator::allocate(std::uint64_t bytes) {
 
 MemoryBlock PooledAllocator::allocate_block(std::uint64_t bytes) {
   if (bytes == 0) return {};
-  std::uint64_t size = size_class(bytes);
+  const std::uint64_t size = size_class(bytes);
+  const std::size_t index = class_index(size);
+  // The common case first, as one look into the thread's magazine: a block
+  // of this class, which was cacheable when it was released there.
+  if (index < kMagazineClasses) [[likely]] {
+    if (Magazine* m = my_slot().load(std::memory_order_acquire)) [[likely]] {
+      std::lock_guard lock(m->lock);
+      std::uint32_t& count = m->counts[index];
+      if (count != 0) [[likely]] {
+        ++m->allocations;
+        count_in_magazine(*m, static_cast<std::int64_t>(size));
+        return {m->blocks[index][--count], size};
+      }
+    }
+  }
+  return allocate_elsewhere(bytes, size, index);
+}
+
+MemoryBlock PooledAllocator::allocate_elsewhere(std::uint64_t bytes, std::uint64_t size,
+                                                std::size_t index) {
   if (!cacheable(size)) {
     size = (bytes + 63) / 64 * 64;
     return allocate_from_device(bytes, size);
   }
-  const std::size_t index = class_index(size);
   void* data = nullptr;
   Magazine* magazine = index < kMagazineClasses ? my_magazine() : nullptr;
   if (magazine != nullptr) {

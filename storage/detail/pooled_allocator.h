@@ -67,6 +67,7 @@
 
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -101,21 +102,42 @@ class PooledAllocator final : public Allocator, private ReleaseGate::Client {
   void reset_peak() override;
 
   /// The size class a request of `bytes` is served from (Note [Size classes]).
-  static std::uint64_t size_class(std::uint64_t bytes);
+  static std::uint64_t size_class(std::uint64_t bytes) {
+    constexpr std::uint64_t kSmallest = 512;
+    if (bytes <= kSmallest) return kSmallest;
+    // Four classes per power of two: round up to a multiple of a quarter of
+    // the power of two just below `bytes`.
+    const std::uint64_t power = std::bit_floor(bytes - 1);
+    const std::uint64_t step = power / 4;
+    return (bytes + step - 1) / step * step;
+  }
 
  private:
   /// Classes up to 2^40 bytes; larger requests are served uncached.
   static constexpr std::size_t kClasses = 1 + 4 * 32;
   /// Index of a size class in `free_lists_`, or kClasses for none.
-  static std::size_t class_index(std::uint64_t size);
+  static std::size_t class_index(std::uint64_t size) {
+    if (size <= 512) return 0;
+    const std::uint64_t power = std::bit_floor(size - 1);
+    const std::uint64_t step = power / 4;
+    const auto octave = static_cast<std::size_t>(std::countr_zero(power)) - 9;
+    // A class value is 5, 6, 7 or 8 steps (Note [Size classes]).
+    const std::size_t index = 1 + 4 * octave + static_cast<std::size_t>(size / step - 5);
+    return size % step == 0 && index < kClasses ? index : kClasses;
+  }
 
   bool cacheable(std::uint64_t size) const {
     return (max_cached_block_ == 0 || size <= max_cached_block_) && class_index(size) < kClasses;
   }
+  /// allocate() without the profiler's record: the calling thread's
+  /// magazine inline, the rest in allocate_elsewhere.
+  MemoryBlock allocate_block(std::uint64_t bytes);
+  /// A block of class `size` (index `index`) that the calling thread's
+  /// magazine does not hold: from the shared lists, another thread's
+  /// magazine, or the device.
+  MemoryBlock allocate_elsewhere(std::uint64_t bytes, std::uint64_t size, std::size_t index);
   /// The slow path: a block from the device, releasing the cache once if the
   /// device (or the limit) has no room.
-  /// allocate() without the profiler's record.
-  MemoryBlock allocate_block(std::uint64_t bytes);
   MemoryBlock allocate_from_device(std::uint64_t bytes, std::uint64_t size);
   /// Reserves `size` bytes against the limit and allocates them; null when
   /// there is no room (the reservation is then undone).

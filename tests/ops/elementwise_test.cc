@@ -406,6 +406,22 @@ TEST(ElementwiseTest, BadInputGetsTypedErrorsAndLeavesTheEngineUsable) {
             "in [-2147483648, 2147483647]");
   EXPECT_EQ(error_of([&] { (void)(NDArray() + f); }),
             "broadcast_add: the first argument is an empty array (default-constructed)");
+  EXPECT_EQ(error_of([&] { (void)(f - NDArray()); }),
+            "broadcast_sub: the 2nd argument is an empty array (default-constructed)");
+  EXPECT_EQ(error_of([&] { (void)(NDArray() / NDArray()); }),
+            "broadcast_div: the first argument is an empty array (default-constructed)");
+  EXPECT_EQ(error_of([&] {
+              (void)(i + zeros({2, 3}, DType::kInt64));
+            }),
+            "broadcast_add: all inputs must have the same dtype, but the first argument is int32 "
+            "while the 2nd argument is int64. Convert one with astype()");
+  EXPECT_EQ(error_of([&] { (void)power(i, i); }),
+            "broadcast_power: expected a floating-point array (float32, float16 or bfloat16) as "
+            "the first argument, got int32. Convert it with astype(DType::kFloat32)");
+  NDArray row = zeros({1, 3});
+  EXPECT_EQ(error_of([&] { row += f; }),
+            "broadcast_add: an in-place result keeps the shape of the first argument (1x3), but "
+            "broadcasting with (2x3) gives (2x3)");
   EXPECT_EQ(error_of([&] {
               (void)where(f, f, zeros({3, 2}));
             }),
