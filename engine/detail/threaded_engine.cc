@@ -367,34 +367,40 @@ void ThreadedEngine::complete(OpBlock* op, Followers* followers) {
   // push order: the slots first, then the stack (newest first, so reversed).
   // Each successor's first line is fetched for writing up front, so that the
   // misses overlap; its counter is on it.
-  SmallVector<OpBlock*, 8> successors;
   // Sequentially consistent: ordered with a dump's look (Note [Dependency state]).
   const std::uint32_t n =
       op->successor_count.exchange(OpBlock::kCompleted, std::memory_order_seq_cst);
   for (std::uint32_t i = 0; i < n; ++i) {
-    successors.push_back(op->inline_successors[i].load(std::memory_order_relaxed));
-    prefetch_for_write(successors[i]);
+    prefetch_for_write(op->inline_successors[i].load(std::memory_order_relaxed));
   }
   // A pusher only turns to the stack once it saw every slot taken: with a
-  // slot still free when they closed, nothing was or will be put on it.
+  // slot still free when they closed, nothing was or will be put on it. Its
+  // edges belong to the successors, which may complete and free them once
+  // released: they are copied out first. The slots stay in this record,
+  // freed after them.
   Edge* stack = n == OpBlock::kInlineSuccessors
                     ? op->overflow.exchange(OpBlock::kClosed, std::memory_order_acq_rel)
                     : nullptr;
-  if (stack != nullptr) {
-    const std::size_t first = successors.size();
-    for (Edge* e = stack; e != nullptr; e = e->next) successors.push_back(e->to);
-    std::reverse(successors.begin() + first, successors.end());
+  SmallVector<OpBlock*, 8> stacked;
+  if (stack != nullptr) [[unlikely]] {
+    for (Edge* e = stack; e != nullptr; e = e->next) stacked.push_back(e->to);
+    std::reverse(stacked.begin(), stacked.end());
   }
+  for (std::uint32_t i = 0; i < n; ++i) {
+    release_successor(op->inline_successors[i].load(std::memory_order_relaxed), followers);
+  }
+  for (OpBlock* successor : stacked) release_successor(successor, followers);
   const int slot = op->epoch_slot;
   release(op);
-  for (OpBlock* successor : successors) {
-    if (VarBlock* deleted = as_deletion(successor)) [[unlikely]] {
-      delete_now(deleted);  // Note [Deletion after the last writer]
-    } else if (successor->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      on_ready(successor, followers);
-    }
-  }
   count_completion(slot);
+}
+
+void ThreadedEngine::release_successor(OpBlock* successor, Followers* followers) {
+  if (VarBlock* deleted = as_deletion(successor)) [[unlikely]] {
+    delete_now(deleted);  // Note [Deletion after the last writer]
+  } else if (successor->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    on_ready(successor, followers);
+  }
 }
 
 void ThreadedEngine::count_completion(int slot) {

@@ -230,6 +230,9 @@ class ThreadedEngine final : public Engine, public EngineCore {
   static bool idle(VarBlock& var);
   /// Forgets the readers of `var` that have completed.
   static void drop_completed_readers(VarBlock& var);
+  /// One edge of a completed operation satisfied: `successor` runs once it
+  /// was the last, or, tagged, a variable is deleted.
+  void release_successor(OpBlock* successor, Followers* followers);
   void on_ready(OpBlock* op, Followers* followers);
   /// Records the device fences `op` must respect; true if it is held back
   /// until fences finish (it is then handed on from the stream's thread).

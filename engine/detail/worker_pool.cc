@@ -9,11 +9,6 @@
 
 namespace tagflow::detail {
 
-WorkerIdentity& this_worker() {
-  thread_local WorkerIdentity identity;
-  return identity;
-}
-
 void run_deleter(Engine::VarDeleter& deleter) noexcept {
   // Deleters also run while statics are destroyed: log_error then bypasses spdlog.
   try {

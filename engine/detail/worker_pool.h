@@ -29,7 +29,11 @@ struct WorkerIdentity {
   int index = 0;
   const char* running = nullptr;  ///< name of the operation being run
 };
-WorkerIdentity& this_worker();
+/// The calling thread's identity. Inline: every operation asks, twice.
+inline WorkerIdentity& this_worker() {
+  thread_local WorkerIdentity identity;
+  return identity;
+}
 /// Throws WaitInsideOperationError when the calling thread runs an operation.
 void check_not_inside_operation(const char* what);
 /// Runs a variable's deleter; one that throws is logged and otherwise
