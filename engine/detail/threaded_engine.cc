@@ -1,6 +1,7 @@
 #include "engine/detail/threaded_engine.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <thread>
 
@@ -366,18 +367,21 @@ void ThreadedEngine::complete(OpBlock* op, Followers* followers) {
   // Close the slots and the overflow stack, then release the successors in
   // push order: the slots first, then the stack (newest first, so reversed).
   // Each successor's first line is fetched for writing up front, so that the
-  // misses overlap; its counter is on it.
+  // misses overlap; its counter is on it. They are copied out first: the
+  // record, and with it the closure and what it captured, is freed before
+  // any successor is released (Note [Closures die before waits return]),
+  // and the stack's edges belong to the successors, which may free them
+  // once released.
   // Sequentially consistent: ordered with a dump's look (Note [Dependency state]).
   const std::uint32_t n =
       op->successor_count.exchange(OpBlock::kCompleted, std::memory_order_seq_cst);
+  std::array<OpBlock*, OpBlock::kInlineSuccessors> slots;
   for (std::uint32_t i = 0; i < n; ++i) {
-    prefetch_for_write(op->inline_successors[i].load(std::memory_order_relaxed));
+    slots[i] = op->inline_successors[i].load(std::memory_order_relaxed);
+    prefetch_for_write(slots[i]);
   }
   // A pusher only turns to the stack once it saw every slot taken: with a
-  // slot still free when they closed, nothing was or will be put on it. Its
-  // edges belong to the successors, which may complete and free them once
-  // released: they are copied out first. The slots stay in this record,
-  // freed after them.
+  // slot still free when they closed, nothing was or will be put on it.
   Edge* stack = n == OpBlock::kInlineSuccessors
                     ? op->overflow.exchange(OpBlock::kClosed, std::memory_order_acq_rel)
                     : nullptr;
@@ -386,12 +390,10 @@ void ThreadedEngine::complete(OpBlock* op, Followers* followers) {
     for (Edge* e = stack; e != nullptr; e = e->next) stacked.push_back(e->to);
     std::reverse(stacked.begin(), stacked.end());
   }
-  for (std::uint32_t i = 0; i < n; ++i) {
-    release_successor(op->inline_successors[i].load(std::memory_order_relaxed), followers);
-  }
-  for (OpBlock* successor : stacked) release_successor(successor, followers);
   const int slot = op->epoch_slot;
   release(op);
+  for (std::uint32_t i = 0; i < n; ++i) release_successor(slots[i], followers);
+  for (OpBlock* successor : stacked) release_successor(successor, followers);
   count_completion(slot);
 }
 

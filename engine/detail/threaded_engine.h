@@ -116,6 +116,21 @@
 // chain 11.4 and 13.3 before, 13.5 and 14.4 after; readers 9.3 and 9.7
 // before, 11.1 and 12.0 after); indep and random stay within the noise.
 //
+// Note [Closures die before waits return]
+// A completing operation frees its record, and with it its closure and what
+// the closure captured (arrays and their memory), before it releases any
+// successor: a wait_to_read or wait_to_write it releases, an operation
+// ordered after it, and wait_for_all (the completion is counted last) all
+// find the captures gone. A program that reads the memory in use after a
+// wait sees the operation's arrays let go, and the waiting thread's next use
+// of something the record shared, such as the exception object of its error,
+// is ordered after the record dropped it by the hand-over itself. (Released
+// straight from the record's slots, with the record freed last, a wait
+// returned while the closure was still being destroyed, and ThreadSanitizer
+// reported the error's exception object.) So the slots are copied out
+// first. A tracked operation's handle is told earlier, as the completion
+// starts.
+//
 // Note [Dependency state]
 // The engine keeps no list of pending operations: that would cost every push
 // and completion a shared write. The dump finds them where they live, in the

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -277,6 +278,50 @@ TEST_P(EngineTest, HigherPriorityRunsFirstAmongReadyOperations) {
     // 7, 5, 3, then the two 0s in push order, then -1, -4.
     EXPECT_EQ(order, (std::vector<int>{5, 1, 3, 0, 4, 2, 6}));
     for (VarHandle v : vars) engine_->delete_var(v);
+  });
+}
+
+/// A capture whose destruction takes a while and is seen: a wait that
+/// returned, or a successor that ran, before it finished finds `alive` set.
+std::shared_ptr<int> slow_to_destroy(std::atomic<bool>& alive) {
+  alive = true;
+  return {new int(0), [&alive](int* p) {
+            std::this_thread::sleep_for(30ms);
+            alive = false;
+            delete p;
+          }};
+}
+
+// Note [Closures die before waits return] in engine/detail/threaded_engine.h.
+TEST_P(EngineTest, AClosureIsDestroyedBeforeTheWaitsAndOperationsItReleases) {
+  run_with_timeout(60s, [&] {
+    for (Context ctx : devices()) {
+      VarHandle x = engine_->new_var();
+      std::atomic<bool> alive{false};
+      auto push_holding = [&](std::shared_ptr<int> capture) {
+        engine_->push({.name = "holds a capture",
+                       .ctx = ctx,
+                       .writes = {x},
+                       .fn = [capture = std::move(capture)](const RunContext&) {}});
+      };
+      push_holding(slow_to_destroy(alive));
+      engine_->wait_to_read(x);
+      EXPECT_FALSE(alive) << ctx << ": wait_to_read returned before the closure was destroyed";
+      push_holding(slow_to_destroy(alive));
+      engine_->wait_to_write(x);
+      EXPECT_FALSE(alive) << ctx << ": wait_to_write returned before the closure was destroyed";
+      push_holding(slow_to_destroy(alive));
+      engine_->wait_for_all();
+      EXPECT_FALSE(alive) << ctx << ": wait_for_all returned before the closure was destroyed";
+      push_holding(slow_to_destroy(alive));
+      bool alive_when_read = true;
+      engine_->push({.name = "reader", .ctx = ctx, .reads = {x}, .fn = [&](const RunContext&) {
+                       alive_when_read = alive;
+                     }});
+      engine_->wait_for_all();
+      EXPECT_FALSE(alive_when_read) << ctx << ": a reader ran before the writer's closure died";
+      engine_->delete_var(x);
+    }
   });
 }
 
