@@ -372,6 +372,9 @@ void ThreadedEngine::complete(OpBlock* op, Followers* followers) {
   // any successor is released (Note [Closures die before waits return]),
   // and the stack's edges belong to the successors, which may free them
   // once released.
+  // The closure goes first, before the operation can be seen completed: a
+  // wait that finds its variable idle returns at once.
+  op->fn.body().reset();
   // Sequentially consistent: ordered with a dump's look (Note [Dependency state]).
   const std::uint32_t n =
       op->successor_count.exchange(OpBlock::kCompleted, std::memory_order_seq_cst);

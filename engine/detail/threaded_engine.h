@@ -117,9 +117,10 @@
 // before, 11.1 and 12.0 after); indep and random stay within the noise.
 //
 // Note [Closures die before waits return]
-// A completing operation frees its record, and with it its closure and what
-// the closure captured (arrays and their memory), before it releases any
-// successor: a wait_to_read or wait_to_write it releases, an operation
+// A completing operation destroys its closure, and with it what the closure
+// captured (arrays and their memory), before it marks itself completed, and
+// frees its record before it releases any successor: a wait_to_read or
+// wait_to_write it releases or that finds the variable idle, an operation
 // ordered after it, and wait_for_all (the completion is counted last) all
 // find the captures gone. A program that reads the memory in use after a
 // wait sees the operation's arrays let go, and the waiting thread's next use
