@@ -364,17 +364,16 @@ void ThreadedEngine::complete(OpBlock* op, Followers* followers) {
     if (op->fn) op->fn.body()(RunContext{}, nullptr);
     free_var(op->deps[0].var);  // nothing can follow it
   }
+  // Note [Closures die before waits return]: the closure goes before the
+  // operation can be seen completed (a wait that finds its variable idle
+  // returns at once), the record before any successor is released.
+  op->fn.body().reset();
   // Close the slots and the overflow stack, then release the successors in
   // push order: the slots first, then the stack (newest first, so reversed).
   // Each successor's first line is fetched for writing up front, so that the
   // misses overlap; its counter is on it. They are copied out first: the
-  // record, and with it the closure and what it captured, is freed before
-  // any successor is released (Note [Closures die before waits return]),
-  // and the stack's edges belong to the successors, which may free them
-  // once released.
-  // The closure goes first, before the operation can be seen completed: a
-  // wait that finds its variable idle returns at once.
-  op->fn.body().reset();
+  // record is freed before them, and the stack's edges belong to the
+  // successors, which may free them once released.
   // Sequentially consistent: ordered with a dump's look (Note [Dependency state]).
   const std::uint32_t n =
       op->successor_count.exchange(OpBlock::kCompleted, std::memory_order_seq_cst);
