@@ -83,6 +83,11 @@ class InlineFunction<R(Args...), Capacity> {
 
   explicit operator bool() const noexcept { return ops_ != nullptr; }
 
+  /// The held callable's type's `kInlineFunctionTag` (false without one, or
+  /// when empty): one bit a wrapper can keep about the type it erased
+  /// without a field of its own.
+  bool tag() const noexcept { return ops_ != nullptr && ops_->tag; }
+
   R operator()(Args... args) { return ops_->call(storage_, std::forward<Args>(args)...); }
 
   /// Destroys the held callable (and what it captured) now.
@@ -102,7 +107,17 @@ class InlineFunction<R(Args...), Capacity> {
     R (*call)(void*, Args&&...);
     void (*move)(void* from, void* to) noexcept;
     void (*destroy)(void*) noexcept;
+    bool tag;
   };
+
+  template <typename D>
+  static constexpr bool tag_of() {
+    if constexpr (requires { D::kInlineFunctionTag; }) {
+      return D::kInlineFunctionTag;
+    } else {
+      return false;
+    }
+  }
 
   /// Takes `other`'s callable into this one's storage; ops_ is already other's.
   void move_storage(InlineFunction& other) noexcept {
@@ -138,18 +153,18 @@ class InlineFunction<R(Args...), Capacity> {
         ::new (to) D(std::move(*static_cast<D*>(from)));
         static_cast<D*>(from)->~D();
       },
-      [](void* s) noexcept { static_cast<D*>(s)->~D(); }};
+      [](void* s) noexcept { static_cast<D*>(s)->~D(); }, tag_of<D>()};
 
   template <typename D>
   static constexpr Ops kTrivialOps{
       [](void* s, Args&&... a) -> R { return (*static_cast<D*>(s))(std::forward<Args>(a)...); },
-      nullptr, nullptr};
+      nullptr, nullptr, tag_of<D>()};
 
   template <typename D>
   static constexpr Ops kHeapOps{
       [](void* s, Args&&... a) -> R { return (**static_cast<D**>(s))(std::forward<Args>(a)...); },
       [](void* from, void* to) noexcept { *static_cast<D**>(to) = *static_cast<D**>(from); },
-      [](void* s) noexcept { delete *static_cast<D**>(s); }};
+      [](void* s) noexcept { delete *static_cast<D**>(s); }, tag_of<D>()};
 
   // Pointer alignment keeps the holder small; over-aligned closures go to the heap.
   static constexpr std::size_t kAlign = alignof(void*);

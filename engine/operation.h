@@ -123,15 +123,14 @@ class OpFunction {
   template <typename F, typename D = std::decay_t<F>,
             typename = std::enable_if_t<!std::is_same_v<D, OpFunction>>>
   OpFunction(F&& f)  // NOLINT: implicit, so `.fn = [](auto&){...}` reads well
-      : body_(std::in_place_type<Adapter<D>>, std::forward<F>(f)),
-        async_(std::is_invocable_v<D&, const RunContext&, Completion>) {
+      : body_(std::in_place_type<Adapter<D>>, std::forward<F>(f)) {
     static_assert(std::is_invocable_v<D&, const RunContext&, Completion> ||
                       std::is_invocable_v<D&, const RunContext&>,
                   "an operation's closure takes (const RunContext&) or "
                   "(const RunContext&, Completion)");
   }
 
-  bool is_async() const { return async_; }
+  bool is_async() const { return body_.tag(); }
   explicit operator bool() const { return static_cast<bool>(body_); }
   Body& body() { return body_; }
 
@@ -140,6 +139,11 @@ class OpFunction {
   /// (one copy of what it captured, no wrapper around a wrapper).
   template <typename D>
   struct Adapter {
+    /// Asynchronous: kept in the type-erased body, so that an OpFunction
+    /// is no larger than it (Note [The record's size] in
+    /// engine/detail/op_block.h).
+    static constexpr bool kInlineFunctionTag =
+        std::is_invocable_v<D&, const RunContext&, Completion>;
     D g;
     void operator()(const RunContext& rc, Completion* c) {
       if constexpr (std::is_invocable_v<D&, const RunContext&, Completion>) {
@@ -151,7 +155,6 @@ class OpFunction {
   };
 
   Body body_;
-  bool async_ = false;
 };
 
 /// An operation to push. Fields read like a sentence:

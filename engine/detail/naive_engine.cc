@@ -71,7 +71,7 @@ void NaiveEngine::admit(Deferred& item) {
   }
   for (const Dep& d : item.op->deps) {
     if (!is_live(d.var, d.generation)) [[unlikely]] {
-      delete std::exchange(item.op->profile, nullptr);  // never recorded
+      if (item.op->extras != nullptr) delete std::exchange(item.op->extras->profile, nullptr);
       throw_stale(var_handle(d), "push", item.op->name,
                   d.access == Access::kRead    ? "reads"
                   : d.access == Access::kWrite ? "writes"
@@ -132,14 +132,15 @@ void NaiveEngine::push_block(Operation& op, OperationState* tracker) {
   block->set_deps(op.reads, op.writes);
   block->fn = std::move(op.fn);
   if (profiling()) [[unlikely]] {
-    block->profile = new ProfileMarks{.name = block->name,
+    OpExtras& extras = block->extra();
+    extras.profile = new ProfileMarks{.name = block->name,
                                       .ctx = block->ctx,
                                       .queue = op.queue,
                                       .priority = op.priority,
                                       .pushed = profiler_now()};
   }
   if (tracker != nullptr) [[unlikely]] {
-    block->tracker = tracker->retain();  // given back once it has run
+    block->extra().tracker = tracker->retain();  // given back once it has run
     if (scheduler_) {
       tracker->set_runner(
           [](void* engine, const OperationState& state) {
@@ -278,10 +279,10 @@ void NaiveEngine::run(OpBlock& block, QueueKind queue, int priority) {
     block.error = block.wrap(std::current_exception());
   }
   block.seq = next_seq_++;
-  if (block.profile != nullptr) [[unlikely]] {
+  if (block.profile() != nullptr) [[unlikely]] {
     // Ready and started when it runs (the push that deferred it returned).
-    block.profile->seq = block.seq;
-    block.profile->ready = block.profile->started = profiler_now();
+    block.profile()->seq = block.seq;
+    block.profile()->ready = block.profile()->started = profiler_now();
     for (const Dep& d : block.deps) {
       const auto writer = profiled_writers_.find(d.var);
       if (reads_value(d.access) && writer != profiled_writers_.end()) {
@@ -316,14 +317,14 @@ void NaiveEngine::run(OpBlock& block, QueueKind queue, int priority) {
       // be current here, and the caller's current device comes back after.
       std::optional<ScopedDevice> on_device;
       if (stream != nullptr) on_device.emplace(*backend_, block.ctx.index);
-      if (block.profile != nullptr && stream != nullptr) [[unlikely]] {
-        stream->enqueue_timestamp(&block.profile->device_started);
+      if (block.profile() != nullptr && stream != nullptr) [[unlikely]] {
+        stream->enqueue_timestamp(&block.profile()->device_started);
       }
       if (!block.fn.is_async()) {
         block.fn.body()(rc, nullptr);
       } else {
         WaitSignal finished;
-        block.signal = &finished;
+        block.extra().signal = &finished;
         std::exception_ptr launch_error;
         // From the closure's start: a thread it hands the Completion to may
         // push before this thread is waiting (Note [Naive engine order]).
@@ -341,8 +342,8 @@ void NaiveEngine::run(OpBlock& block, QueueKind queue, int priority) {
           }
         }                    // a Completion the closure did not take is dropped here: fails the op
         me.running = outer;  // the wait below is ours, not the operation's
-        if (block.profile != nullptr) [[unlikely]]
-          block.profile->returned = profiler_now();
+        if (block.profile() != nullptr) [[unlikely]]
+          block.profile()->returned = profiler_now();
         block.stage.store(OperationStage::kLaunched, std::memory_order_relaxed);
         finished.wait();
         {
@@ -355,8 +356,8 @@ void NaiveEngine::run(OpBlock& block, QueueKind queue, int priority) {
         if (finished.error) std::rethrow_exception(finished.error);
       }
       if (stream != nullptr) {
-        if (block.profile != nullptr) [[unlikely]] {
-          stream->enqueue_timestamp(&block.profile->device_ended);
+        if (block.profile() != nullptr) [[unlikely]] {
+          stream->enqueue_timestamp(&block.profile()->device_ended);
         }
         const std::uint64_t mark = stream->record();
         stream->synchronize(mark);
@@ -372,8 +373,8 @@ void NaiveEngine::run(OpBlock& block, QueueKind queue, int priority) {
     std::lock_guard running_lock(running_mutex_);
     running_.pop_back();
   }
-  if (block.profile != nullptr) [[unlikely]] {
-    ProfileMarks* marks = std::exchange(block.profile, nullptr);
+  if (block.profile() != nullptr) [[unlikely]] {
+    ProfileMarks* marks = std::exchange(block.extras->profile, nullptr);
     marks->ended = profiler_now();
     marks->failed = block.error != nullptr;
     bool handed_on = stream == nullptr;
@@ -399,14 +400,14 @@ void NaiveEngine::run(OpBlock& block, QueueKind queue, int priority) {
     if (is_write(d.access)) d.var->error = block.error;
   }
   // Device work included: the stream was synchronised above.
-  if (block.tracker != nullptr) [[unlikely]]
+  if (block.tracker() != nullptr) [[unlikely]]
     notify_tracker(block, block.error);
   completed_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void NaiveEngine::notify_tracker(OpBlock& block, std::exception_ptr error) noexcept {
-  if (block.tracker == nullptr) return;
-  const OperationStateRef state(std::exchange(block.tracker, nullptr));
+  if (block.tracker() == nullptr) return;
+  const OperationStateRef state(std::exchange(block.extras->tracker, nullptr));
   state->complete(std::move(error));
 }
 
@@ -438,7 +439,7 @@ DependencyState NaiveEngine::dependency_state() {
 void NaiveEngine::complete_async(OpBlock* op, std::exception_ptr error) {
   if (fork_check_.forked()) [[unlikely]]
     return;  // the operation, and its waiting pusher, are the parent's
-  op->signal->notify(std::move(error));
+  op->extras->signal->notify(std::move(error));
 }
 
 bool NaiveEngine::finish_pending(std::chrono::milliseconds stall) {

@@ -32,6 +32,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -94,15 +95,23 @@ class ObjectPoolRegistry {
 
 /// A slot: the object's bytes from the start of a cache line, then this
 /// header (so that the object's first line is entirely its own).
-struct alignas(16) PoolSlotHeader {
+struct PoolSlotHeader {
   ObjectPoolCache* owner;
   PoolSlotHeader* next;
-  /// The slot's generation, for the type that needs one: zero in a fresh
-  /// slot, and kept across recycling (neither the pool nor the object's
-  /// construction writes it). Variable records count their variables in it
-  /// (Note [Variable generations] in var_block.h).
+};
+
+/// The header of a slot whose type asks for a generation (declares
+/// `kSlotGeneration`): zero in a fresh slot, and kept across recycling
+/// (neither the pool nor the object's construction writes it). Variable
+/// records count their variables in it (Note [Variable generations] in
+/// var_block.h). Other types go without: sixteen bytes, not twenty-four,
+/// are what lets an operation's record and its header fill whole lines
+/// (Note [The record's size] in op_block.h).
+struct GenerationSlotHeader {
+  PoolSlotHeader slot;  ///< first: the pool sees this header as a PoolSlotHeader
   std::atomic<std::uint32_t> generation;
 };
+static_assert(offsetof(GenerationSlotHeader, slot) == 0);
 
 class alignas(64) ObjectPoolCache {
  public:
@@ -180,10 +189,17 @@ struct ReturnBatch {
 template <typename T>
 class ObjectPool {
   static_assert(alignof(T) <= 64, "slots are aligned to cache lines");
+  static constexpr bool kGeneration = requires { T::kSlotGeneration; };
+
+ public:
+  /// The slot header behind each object.
+  using Header = std::conditional_t<kGeneration, GenerationSlotHeader, PoolSlotHeader>;
+
+ private:
   static constexpr std::size_t kHeaderOffset =
-      (sizeof(T) + alignof(PoolSlotHeader) - 1) / alignof(PoolSlotHeader) * alignof(PoolSlotHeader);
+      (sizeof(T) + alignof(Header) - 1) / alignof(Header) * alignof(Header);
   /// Object and header rounded up to whole cache lines.
-  static constexpr std::size_t kStride = (kHeaderOffset + sizeof(PoolSlotHeader) + 63) / 64 * 64;
+  static constexpr std::size_t kStride = (kHeaderOffset + sizeof(Header) + 63) / 64 * 64;
 
  public:
   static void* allocate() { return local().template allocate<kHeaderOffset, kStride>(); }
@@ -204,9 +220,9 @@ class ObjectPool {
   static void flush_returns() noexcept { returns().flush(); }
 
   /// The header of the slot holding `p` (an object of this pool, alive or not).
-  static PoolSlotHeader& header(const void* p) noexcept {
-    return *reinterpret_cast<PoolSlotHeader*>(const_cast<char*>(static_cast<const char*>(p)) +
-                                              kHeaderOffset);
+  static Header& header(const void* p) noexcept {
+    return *reinterpret_cast<Header*>(const_cast<char*>(static_cast<const char*>(p)) +
+                                      kHeaderOffset);
   }
 
   /// See ObjectPoolRegistry::for_each_slot.

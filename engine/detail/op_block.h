@@ -1,6 +1,29 @@
 #pragma once
 // OpBlock: an operation as the engine keeps it between push and completion.
 // Internal to engine/.
+//
+// Note [The record's size]
+// Every operation's record is built by the pushing thread, then read, run
+// and freed by a worker on another core, and the pool hands it back to the
+// pusher: each of its cache lines crosses between the cores twice per
+// operation. When closures are small the pusher sets the engine's pace, and
+// it waits for those lines. So the record, with the pool's header behind
+// it, is kept to four lines (256 bytes, a static_assert below):
+//  - what few operations use lives in OpExtras, made when first needed: an
+//    asynchronous operation's two errors, a GPU operation's fence and its
+//    waits on other streams, a wait's signal, a tracked operation's handle,
+//    the profiler's marks, and overflow edges;
+//  - four successor slots, not five, so that the small fields fit in the
+//    first line;
+//  - OpFunction keeps "asynchronous" in its body's type, not in a field;
+//  - the pool's header is sixteen bytes for types without a generation;
+//  - the record is not declared line-aligned (its size would round up to
+//    whole lines); its pool's slots start on a line.
+// Four lines, not five: with five, `chain` ran a quarter slower than with
+// six, most likely because every other record then shares an aligned pair
+// of lines with its neighbour, which adjacent-line prefetching moves as one.
+// Measured with `tagflow bench engine` (2 workers, alternating invocations;
+// see the README for the figures).
 
 #include <atomic>
 #include <chrono>
@@ -60,9 +83,44 @@ struct OverflowEdge : Pooled<OverflowEdge> {
   OverflowEdge* owned_next = nullptr;
 };
 
-struct alignas(64) OpBlock : Pooled<OpBlock> {
+/// The fields of an operation record that few operations use, out of the
+/// record (Note [The record's size]).
+struct OpExtras : Pooled<OpExtras> {
+  /// What an asynchronous operation's closure threw, and what its
+  /// Completion reported.
+  std::exception_ptr launch_error;
+  std::exception_ptr async_error;
+  /// Device fences its stream must wait on first (GPU operations fed by
+  /// another stream).
+  std::vector<Fence> stream_waits;
+  /// The blocked host thread of a kWait operation (and of the naive
+  /// engine's asynchronous operations).
+  WaitSignal* signal = nullptr;
+  /// The state of the handle push_tracked returned (one reference), told
+  /// the outcome when the operation completes; null for untracked pushes
+  /// (Note [Operation handles] in engine/detail/operation_state.h).
+  OperationState* tracker = nullptr;
+  /// Set while the profiler records (engine/detail/profile_marks.h).
+  ProfileMarks* profile = nullptr;
+  /// The end of the operation's device work (GPU operations).
+  Fence fence;
+  /// Overflow edges into the operation, freed with it.
+  OverflowEdge* owned_edges = nullptr;
+
+  OpExtras() = default;
+  OpExtras(const OpExtras&) = delete;
+  OpExtras& operator=(const OpExtras&) = delete;
+  ~OpExtras() {
+    while (owned_edges != nullptr) delete std::exchange(owned_edges, owned_edges->owned_next);
+  }
+};
+
+/// Not declared cache-line aligned: its size would then round up to whole
+/// lines, and the pool's header behind it would take a fifth. Its pool's
+/// slots start on a line, which is what the first line's layout needs.
+struct OpBlock : Pooled<OpBlock> {
   /// Successors kept inline; more go to the overflow stack.
-  static constexpr std::uint32_t kInlineSuccessors = 5;
+  static constexpr std::uint32_t kInlineSuccessors = 4;
   /// Set in `successor_count` once the operation has completed.
   static constexpr std::uint32_t kCompleted = 1u << 31;
   /// Marks the closed overflow stack.
@@ -70,7 +128,8 @@ struct alignas(64) OpBlock : Pooled<OpBlock> {
 
   // First cache line: what later pushes look at and fill in (Note
   // [Dependencies as edges]), and what this operation reads when it
-  // completes: its successors, in push order, then the overflow stack.
+  // completes: its successors, in push order, then the overflow stack; and
+  // the small fields its worker reads as it starts it.
   std::atomic<std::uint32_t> successor_count{0};
   /// Edges not yet satisfied (+1 while being pushed); then, for a host
   /// operation, device fences not yet finished; for an asynchronous one, the
@@ -79,7 +138,6 @@ struct alignas(64) OpBlock : Pooled<OpBlock> {
   std::uint64_t seq = 0;  ///< push sequence number, unique per engine
   std::atomic<OpBlock*> inline_successors[kInlineSuccessors] = {};
   std::atomic<Edge*> overflow{nullptr};
-
   int priority = 0;
   OpKind kind = OpKind::kUser;
   /// Which of the two push epochs it was counted in (Note [Waiting for all]).
@@ -87,37 +145,20 @@ struct alignas(64) OpBlock : Pooled<OpBlock> {
   QueueKind queue = QueueKind::kCompute;
   /// What it is doing, for the dependency dump only (relaxed stores).
   std::atomic<OperationStage> stage{OperationStage::kWaiting};
-  /// Overflow edges into this operation, freed with it.
-  OverflowEdge* owned_edges = nullptr;
+
   Context ctx;
   const char* name = "op";
   /// Where it runs (threaded engine); null for host operations.
   WorkerPool* pool = nullptr;
-  /// Set while the profiler records (engine/detail/profile_marks.h); next to what
-  /// the hand-over reads anyway, so that checking it costs no cache miss.
-  ProfileMarks* profile = nullptr;
   EngineCore* engine = nullptr;
   /// Ready-queue link.
   OpBlock* next = nullptr;
-
   OpFunction fn;
   SmallVector<Dep, 3> deps;
-
   /// Failure of this operation, or the error it inherited (then it is skipped).
   std::exception_ptr error;
-  /// What its closure threw, and what its Completion reported (async).
-  std::exception_ptr launch_error;
-  std::exception_ptr async_error;
-  /// The end of this operation's device work (GPU operations).
-  Fence fence;
-  /// Device fences its stream must wait on first (GPU operations fed by
-  /// another stream; rare, so kept out of line).
-  std::unique_ptr<std::vector<Fence>> stream_waits;
-  WaitSignal* signal = nullptr;
-  /// The state of the handle push_tracked returned (one reference), told
-  /// the outcome when the operation completes; null for untracked pushes
-  /// (Note [Operation handles] in engine/detail/operation_state.h).
-  OperationState* tracker = nullptr;
+  /// What few operations need, or null (Note [The record's size]).
+  OpExtras* extras = nullptr;
 
   /// True once the operation has completed (its record may since have been
   /// recycled: check `seq` first).
@@ -125,7 +166,8 @@ struct alignas(64) OpBlock : Pooled<OpBlock> {
     return (successor_count.load(std::memory_order_acquire) & kCompleted) != 0;
   }
   ~OpBlock() {
-    while (owned_edges != nullptr) delete std::exchange(owned_edges, owned_edges->owned_next);
+    if (extras != nullptr) [[unlikely]]
+      delete extras;
   }
   OpBlock() = default;
   /// A user operation's record, its fields and closure taken from `op`
@@ -138,8 +180,24 @@ struct alignas(64) OpBlock : Pooled<OpBlock> {
         name(op.name),
         pool(where),
         engine(owner),
-        fn(std::move(op.fn)) {}
+        fn(std::move(op.fn)) {
+    // Its Completion and its launcher write their errors from two threads.
+    if (fn.is_async()) [[unlikely]]
+      extras = new OpExtras;
+  }
   OpBlock(const OpBlock&) = delete;
+  /// The operation's extras, made on first use by the thread that owns the
+  /// operation at that moment (an asynchronous one's are made with it).
+  OpExtras& extra() {
+    if (extras == nullptr) extras = new OpExtras;
+    return *extras;
+  }
+  /// The handle to tell, or null.
+  OperationState* tracker() const { return extras != nullptr ? extras->tracker : nullptr; }
+  /// The profiler's marks, or null (engine/detail/profile_marks.h).
+  ProfileMarks* profile() const { return extras != nullptr ? extras->profile : nullptr; }
+  /// The end of its device work (GPU operations), or no fence.
+  Fence fence() const { return extras != nullptr ? extras->fence : Fence{}; }
   OpBlock& operator=(const OpBlock&) = delete;
 
   /// Fills `deps` from the operation's lists, which hold no null variable:
@@ -207,6 +265,10 @@ struct alignas(64) OpBlock : Pooled<OpBlock> {
   /// Completion handed to an asynchronous closure.
   static Completion make_completion(OpBlock* op) { return Completion(op); }
 };
+
+static_assert(ObjectPool<OpBlock>::stride() == 4 * 64,
+              "an operation's record and its pool header: four cache lines (Note [The record's "
+              "size])");
 
 /// What the rest of engine/ asks of an engine beyond its public interface
 /// (implemented by each engine).

@@ -169,10 +169,13 @@ void ThreadedEngine::push_block(Operation& op, OperationState* tracker) {
     }
     if (model_ != nullptr) [[unlikely]]
       note_modelled_issue(*block);
+    if (marks != nullptr || tracker != nullptr) [[unlikely]]
+      block->extra();
     // Nothing below throws.
-    block->profile = marks.release();
+    if (marks != nullptr) [[unlikely]]
+      block->extras->profile = marks.release();
     if (tracker != nullptr) [[unlikely]]
-      block->tracker = tracker->retain();  // given back by complete()
+      block->extras->tracker = tracker->retain();  // given back by complete()
     submit(made.release());
   }
   thread_local std::uint32_t pushes = 0;
@@ -219,7 +222,7 @@ void ThreadedEngine::submit(OpBlock* op) {
   // Only pushers change the count, under the push lock: no read-modify-write.
   pushed_[slot].store(pushed_[slot].load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   op->seq = next_seq_++;
-  if (op->profile != nullptr || !profiled_writers_.empty()) [[unlikely]]
+  if (op->profile() != nullptr || !profiled_writers_.empty()) [[unlikely]]
     note_flows(*op);
   // Predecessors may complete while the edges are being made: until they
   // all are, the count holds a bias larger than any number of edges, so it
@@ -306,7 +309,9 @@ bool ThreadedEngine::add_edge(const OpRef& pred, OpBlock* op, std::int32_t& edge
     }
   }
   if ((n & OpBlock::kCompleted) != 0) return false;
-  // Slots full: an overflow edge on the predecessor's stack.
+  // Slots full: an overflow edge on the predecessor's stack, owned by `op`
+  // (both allocations before the edge is published).
+  OpExtras& owner = op->extra();
   auto* node = new OverflowEdge;
   node->edge.to = op;
   Edge* head = p.overflow.load(std::memory_order_acquire);
@@ -318,8 +323,8 @@ bool ThreadedEngine::add_edge(const OpRef& pred, OpBlock* op, std::int32_t& edge
     node->edge.next = head;
   } while (!p.overflow.compare_exchange_weak(head, &node->edge, std::memory_order_acq_rel,
                                              std::memory_order_acquire));
-  node->owned_next = op->owned_edges;
-  op->owned_edges = node;
+  node->owned_next = owner.owned_edges;
+  owner.owned_edges = node;
   ++edges;
   return true;
 }
@@ -338,10 +343,11 @@ void ThreadedEngine::prefetch_successors(const OpBlock& op) {
 
 void ThreadedEngine::leave_on(const Dep& dep, const OpBlock& op) {
   VarBlock& v = *dep.var;
+  const Fence fence = op.fence();
   if (!is_write(dep.access)) {
-    if (op.fence) {
+    if (fence) {
       std::lock_guard lock(v.lock);
-      v.add_read_fence(op.fence);
+      v.add_read_fence(fence);
     }
     return;
   }
@@ -349,15 +355,15 @@ void ThreadedEngine::leave_on(const Dep& dep, const OpBlock& op) {
   // Writers run alone: no lock needed. Skip stores that change nothing, so
   // that CPU operations without errors leave the line shared.
   if (v.error != op.error) v.error = op.error;
-  if (v.write_fence.stream != op.fence.stream || v.write_fence.seq != op.fence.seq) {
-    v.write_fence = op.fence;
+  if (v.write_fence.stream != fence.stream || v.write_fence.seq != fence.seq) {
+    v.write_fence = fence;
   }
   if (!v.read_fences.empty()) v.read_fences.clear();
 }
 
 void ThreadedEngine::complete(OpBlock* op, Followers* followers) {
   if (op->error && op->kind == OpKind::kUser) record_error(op->error);
-  if (op->tracker != nullptr) [[unlikely]]
+  if (op->tracker() != nullptr) [[unlikely]]
     notify_tracker(*op);
   for (const Dep& d : op->deps) leave_on(d, *op);
   if (op->kind == OpKind::kDelete) {
@@ -456,8 +462,8 @@ void ThreadedEngine::run_or_enqueue(OpBlock* op, Followers* followers) {
     finish_host_op(op, followers);
     return;
   }
-  if (op->profile != nullptr) [[unlikely]]
-    op->profile->ready = profiler_now();
+  if (op->profile() != nullptr) [[unlikely]]
+    op->profile()->ready = profiler_now();
   op->stage.store(OperationStage::kQueued, std::memory_order_relaxed);
   if (followers != nullptr && followers->current == op->pool && followers->inline_next == nullptr &&
       !op->pool->queue().has_priority_above(op->priority)) {
@@ -469,7 +475,7 @@ void ThreadedEngine::run_or_enqueue(OpBlock* op, Followers* followers) {
 
 void ThreadedEngine::finish_host_op(OpBlock* op, Followers* followers) {
   if (op->kind == OpKind::kWait) {
-    WaitSignal* signal = op->signal;
+    WaitSignal* signal = op->extras->signal;
     const VarBlock& var = *op->deps[0].var;
     // Every fence on the variable has finished: the wait was held for them.
     std::exception_ptr error = var.error ? var.error : fence_error(var.write_fence);
@@ -501,9 +507,9 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
     // Skipped or not: the fence it leaves on what it writes must follow the
     // device work of the operations it follows (Note [Skipped operations on
     // device queues]).
-    if (stream != nullptr && op->stream_waits) {
+    if (stream != nullptr && op->extras != nullptr && !op->extras->stream_waits.empty()) {
       try {
-        for (const Fence& f : *op->stream_waits) stream->wait(*f.stream, f.seq);
+        for (const Fence& f : op->extras->stream_waits) stream->wait(*f.stream, f.seq);
       } catch (...) {
         if (!op->error) op->error = op->wrap(std::current_exception());  // a broken device
       }
@@ -511,7 +517,7 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
     if (device_error && !op->error) [[unlikely]]
       op->error = op->wrap(device_error);  // the worker could not select its GPU
     // After the waits on other streams: the device span is the work alone.
-    if (op->profile != nullptr) [[unlikely]] {
+    if (op->profile() != nullptr) [[unlikely]] {
       profile_start(*op, stream, index);
     }
     if (op->error) {
@@ -545,7 +551,7 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
           const NvtxRange range(op->name, real_gpu);
           op->fn.body()(RunContext{op->ctx, stream, index}, &completion);
         } catch (...) {
-          op->launch_error = std::current_exception();
+          op->extras->launch_error = std::current_exception();
         }
       }  // a Completion the closure did not take is dropped here: fails the op
       me.running = nullptr;
@@ -553,8 +559,8 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
         leave_modelled_time(*op);
       // Before this launcher lets go: the marks are only handed on once
       // both have (profile_end, from finish).
-      if (op->profile != nullptr) [[unlikely]]
-        op->profile->returned = profiler_now();
+      if (op->profile() != nullptr) [[unlikely]]
+        op->profile()->returned = profiler_now();
       op->stage.store(OperationStage::kLaunched, std::memory_order_relaxed);
       if (op->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(op, &followers);
     }
@@ -570,32 +576,32 @@ void ThreadedEngine::complete_async(OpBlock* op, std::exception_ptr error) {
   // Called from any thread, possibly one the engine does not own: counted,
   // so that the destructor waits until it has stopped touching the engine.
   completers_inside_.fetch_add(1, std::memory_order_acq_rel);
-  op->async_error = std::move(error);
+  op->extras->async_error = std::move(error);
   if (op->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(op, nullptr);
   completers_inside_.fetch_sub(1, std::memory_order_release);  // the last touch
 }
 
 void ThreadedEngine::finish(OpBlock* op, Followers* followers) {
-  if (!op->error) {
-    if (op->launch_error) {
-      op->error = op->wrap(op->launch_error);
-    } else if (op->async_error) {
-      op->error = op->wrap(op->async_error);
+  if (!op->error && op->extras != nullptr) [[unlikely]] {
+    if (op->extras->launch_error) {
+      op->error = op->wrap(op->extras->launch_error);
+    } else if (op->extras->async_error) {
+      op->error = op->wrap(op->extras->async_error);
     }
   }
   // Device work enqueued by the operation ends at this mark, skipped or not:
   // successors must still order after the fences it waited on.
   if (Stream* stream = op->pool->stream()) {
-    if (op->profile != nullptr) [[unlikely]] {
+    if (op->profile() != nullptr) [[unlikely]] {
       profile_device_end(*op, stream);
     }
     try {
-      op->fence = Fence{stream, stream->record()};
+      op->extra().fence = Fence{stream, stream->record()};
     } catch (...) {
       if (!op->error) op->error = op->wrap(std::current_exception());
     }
   }
-  if (op->profile != nullptr) [[unlikely]]
+  if (op->profile() != nullptr) [[unlikely]]
     profile_end(*op, op->pool->stream());
   complete(op, followers);
 }

@@ -17,8 +17,7 @@ bool ThreadedEngine::hold_for_fences(OpBlock* op) {
   auto consider = [&](const Fence& fence) {
     if (!fence || fence.stream == own_stream || fence.stream->finished(fence.seq)) return;
     if (own_stream != nullptr) {
-      if (!op->stream_waits) op->stream_waits = std::make_unique<std::vector<Fence>>();
-      op->stream_waits->push_back(fence);
+      op->extra().stream_waits.push_back(fence);
     } else {
       host_waits.push_back(fence);
     }

@@ -17,8 +17,9 @@ OperationHandle ThreadedEngine::push_tracked(Operation op) {
 }
 
 void ThreadedEngine::notify_tracker(OpBlock& op) noexcept {
-  const OperationStateRef state(std::exchange(op.tracker, nullptr));  // the operation's reference
-  const Fence fence = op.fence;
+  const OperationStateRef state(
+      std::exchange(op.extras->tracker, nullptr));  // the operation's reference
+  const Fence fence = op.fence();
   if (!fence) {  // a host operation, or a GPU one that could not mark its stream
     state->complete(op.error);
     return;

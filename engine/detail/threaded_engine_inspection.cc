@@ -88,8 +88,13 @@ void ThreadedEngine::withdraw() {
 void ThreadedEngine::park(OpBlock* op) {
   // A dump may be reading it: keep the record, let go of what it holds.
   op->fn = OpFunction{};
-  op->error = op->launch_error = op->async_error = nullptr;
-  op->stream_waits.reset();
+  op->error = nullptr;
+  // Not its overflow edges: they sit on its predecessors' stacks, which a
+  // dump that saw a predecessor pending may be walking.
+  if (OpExtras* extras = op->extras) {
+    extras->launch_error = extras->async_error = nullptr;
+    std::vector<Fence>().swap(extras->stream_waits);
+  }
   {
     std::lock_guard lock(parked().mutex);
     parked().records.push_back(op);

@@ -51,8 +51,8 @@ void ThreadedEngine::enter_modelled_time(const OpBlock& op) {
   model_->set_host_now(start);
   // Ready when it starts: the modelled host takes no time (Note [Modelled
   // traces] in model_clock.h); the stamp of a stream's callback is not its.
-  if (op.profile != nullptr) [[unlikely]]
-    op.profile->ready = start;
+  if (op.profile() != nullptr) [[unlikely]]
+    op.profile()->ready = start;
 }
 
 void ThreadedEngine::leave_modelled_time(const OpBlock& op) {

@@ -9,13 +9,13 @@ namespace tagflow::detail {
 
 void ThreadedEngine::note_flows(const OpBlock& op) {
   for (const Dep& d : op.deps) {
-    if (op.profile != nullptr && reads_value(d.access)) {
+    if (op.profile() != nullptr && reads_value(d.access)) {
       const auto writer = profiled_writers_.find(d.var);
       if (writer != profiled_writers_.end()) record_flow(writer->second, op.seq);
     }
     // A write by an operation pushed while not profiling ends the record.
     if (is_write(d.access)) {
-      if (op.profile != nullptr && op.kind == OpKind::kUser) {
+      if (op.profile() != nullptr && op.kind == OpKind::kUser) {
         profiled_writers_[d.var] = op.seq;
       } else {
         profiled_writers_.erase(d.var);
@@ -25,7 +25,7 @@ void ThreadedEngine::note_flows(const OpBlock& op) {
 }
 
 void ThreadedEngine::profile_start(OpBlock& op, Stream* stream, int worker) {
-  ProfileMarks* marks = op.profile;
+  ProfileMarks* marks = op.profile();
   marks->started = profiler_now();
   marks->worker = worker;
   if (stream == nullptr) return;
@@ -38,13 +38,13 @@ void ThreadedEngine::profile_start(OpBlock& op, Stream* stream, int worker) {
 
 void ThreadedEngine::profile_device_end(OpBlock& op, Stream* stream) {
   try {  // before the operation's fence: resolved before the fence's callbacks
-    stream->enqueue_timestamp(&op.profile->device_ended);
+    stream->enqueue_timestamp(&op.profile()->device_ended);
   } catch (...) {
   }
 }
 
 void ThreadedEngine::profile_end(OpBlock& op, Stream* stream) {
-  ProfileMarks* marks = std::exchange(op.profile, nullptr);
+  ProfileMarks* marks = std::exchange(op.extras->profile, nullptr);
   marks->ended = profiler_now();
   marks->name = op.name;
   marks->ctx = op.ctx;
@@ -57,8 +57,8 @@ void ThreadedEngine::profile_end(OpBlock& op, Stream* stream) {
     return;
   }
   try {  // handed on once the stream has passed the operation's work
-    if (op.fence) {
-      stream->when_finished(op.fence.seq, [marks] { record_op(marks); });
+    if (const Fence fence = op.fence()) {
+      stream->when_finished(fence.seq, [marks] { record_op(marks); });
       return;
     }
   } catch (...) {

@@ -39,7 +39,7 @@ void ThreadedEngine::wait_on(VarHandle var, Access access, const char* what) {
     op->name = what;
     op->kind = OpKind::kWait;
     op->engine = this;
-    op->signal = &signal;
+    op->extra().signal = &signal;
     op->deps.push_back(Dep{var_block(var), access, var.generation()});
     submit(op);
   }

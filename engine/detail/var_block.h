@@ -108,6 +108,9 @@ struct OpRef {
 };
 
 struct alignas(64) VarBlock : Pooled<VarBlock> {
+  /// Its pool slot keeps a generation (Note [Variable generations]).
+  static constexpr bool kSlotGeneration = true;
+
   // --- the pusher's, under the engine's push lock ---
   OpRef last_writer;
   /// Readers pushed since `last_writer`; some may have completed.

@@ -101,7 +101,9 @@ class WorkerPool {
   std::unique_ptr<Counter[]> counters_;
   alignas(64) std::atomic<std::uint32_t> idle_{0};
   WakeWord wake_;
-  std::atomic<bool> stopping_{false};
+  /// On a line of its own: the polling worker reads it on every poll, and
+  /// every enqueue writes idle_ (Note [Idle workers] in threaded_engine.h).
+  alignas(64) std::atomic<bool> stopping_{false};
   std::vector<std::thread> threads_;
 };
 

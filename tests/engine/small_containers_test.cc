@@ -1,5 +1,6 @@
 // InlineFunction, SmallVector and ObjectPool: the engine's building blocks.
 
+#include <array>
 #include <atomic>
 #include <memory>
 #include <set>
@@ -107,6 +108,70 @@ TEST(OpFunction, TakesTheClosureWithOneMoveOrOneCopy) {
   EXPECT_EQ(async_runs, 1);
 }
 
+/// Callables that declare a tag, held inline (trivially copyable or not)
+/// and on the heap.
+struct TaggedTrivial {
+  static constexpr bool kInlineFunctionTag = true;
+  int operator()() const { return 1; }
+};
+struct TaggedNotTrivial {
+  static constexpr bool kInlineFunctionTag = true;
+  std::shared_ptr<int> held = std::make_shared<int>(2);
+  int operator()() const { return *held; }
+};
+struct TaggedLarge {
+  static constexpr bool kInlineFunctionTag = true;
+  std::array<long, 16> pad{};
+  int operator()() const { return 3 + static_cast<int>(pad[0]); }
+};
+struct Untagged {
+  static constexpr bool kInlineFunctionTag = false;
+  int operator()() const { return 4; }
+};
+
+TEST(InlineFunction, KeepsTheTagOfTheTypeItHoldsThroughMoves) {
+  InlineFunction<int(), 48> empty;
+  EXPECT_FALSE(empty.tag());
+  InlineFunction<int(), 48> plain = [] { return 0; };
+  EXPECT_FALSE(plain.tag());
+  InlineFunction<int(), 48> untagged = Untagged{};
+  EXPECT_FALSE(untagged.tag());
+
+  InlineFunction<int(), 48> trivial = TaggedTrivial{};
+  InlineFunction<int(), 48> not_trivial = TaggedNotTrivial{};
+  InlineFunction<int(), 48> large = TaggedLarge{};  // 128 bytes: on the heap
+  for (InlineFunction<int(), 48>* f : {&trivial, &not_trivial, &large}) {
+    EXPECT_TRUE(f->tag());
+    InlineFunction<int(), 48> moved = std::move(*f);
+    EXPECT_TRUE(moved.tag());
+    EXPECT_FALSE(f->tag());  // moved from: empty
+    InlineFunction<int(), 48> assigned = [] { return 0; };
+    assigned = std::move(moved);
+    EXPECT_TRUE(assigned.tag());
+    EXPECT_GE(assigned(), 1);
+    assigned.reset();
+    EXPECT_FALSE(assigned.tag());
+  }
+}
+
+TEST(OpFunction, IsAsynchronousWhateverHoldsTheClosureAndAfterMoves) {
+  std::array<long, 16> big{};  // on the heap
+  OpFunction small_async = [](const RunContext&, Completion) {};
+  OpFunction large_async = [big](const RunContext&, Completion) { (void)big; };
+  OpFunction large_sync = [big](const RunContext&) { (void)big; };
+  EXPECT_TRUE(small_async.is_async());
+  EXPECT_TRUE(large_async.is_async());
+  EXPECT_FALSE(large_sync.is_async());
+  EXPECT_FALSE(OpFunction{}.is_async());
+  OpFunction moved = std::move(large_async);
+  EXPECT_TRUE(moved.is_async());
+  EXPECT_FALSE(large_async.is_async());
+  moved = std::move(large_sync);
+  EXPECT_FALSE(moved.is_async());
+  // No field beside the body: an operation's record counts on it.
+  static_assert(sizeof(OpFunction) == sizeof(OpFunction::Body));
+}
+
 Operation moved_through(Operation op) { return op; }
 
 TEST(OpFunction, AnEmptyClosureMovesThroughALocalOperation) {
@@ -168,6 +233,32 @@ TEST(SmallVector, GrowsPastInlineCapacityAndCopies) {
 struct Blob : Pooled<Blob> {
   std::uint64_t payload[5];
 };
+
+/// Slot types: one asking for a generation, one not.
+struct alignas(64) WithGeneration : Pooled<WithGeneration> {
+  static constexpr bool kSlotGeneration = true;
+  char bytes[192];
+};
+struct alignas(64) WithoutGeneration : Pooled<WithoutGeneration> {
+  char bytes[192];
+};
+
+TEST(ObjectPool, OnlyATypeThatAsksForAGenerationPaysForItsHeader) {
+  // Three lines of object: a sixteen-byte header fits a fourth line, a
+  // header with a generation does too; the generation survives recycling.
+  EXPECT_EQ(sizeof(ObjectPool<WithoutGeneration>::Header), 16u);
+  EXPECT_EQ(ObjectPool<WithoutGeneration>::stride(), 256u);
+  EXPECT_EQ(ObjectPool<WithGeneration>::stride(), 256u);
+  auto* first = new WithGeneration;
+  std::atomic<std::uint32_t>& generation = ObjectPool<WithGeneration>::header(first).generation;
+  EXPECT_EQ(generation.load(), 0u);  // a fresh slot
+  generation.store(41);
+  delete first;
+  auto* second = new WithGeneration;  // this thread's last freed slot comes back first
+  EXPECT_EQ(second, first);
+  EXPECT_EQ(ObjectPool<WithGeneration>::header(second).generation.load(), 41u);
+  delete second;
+}
 
 TEST(ObjectPool, RecyclesBlocksFreedOnOtherThreads) {
   // Allocate here, free on another thread, allocate again: the blocks come back.
