@@ -48,7 +48,7 @@
 // nothing completes for a while, the pause ends anyway: the backlog may be
 // waiting for something the client itself will do later (an asynchronous
 // operation it completes), and a throttle must never turn into a deadlock.
-// The default, 16,384 operations (about 6 MB of records), is measured: with
+// The default, 16,384 operations (about 4 MB of records), is measured: with
 // 4,096 the records the pushing thread reuses are still in the workers'
 // private caches, and taking each line back from another core costs more
 // than finding it in the shared cache (bench engine, 2 workers, medians of
@@ -228,8 +228,9 @@ class ThreadedEngine final : public Engine, public EngineCore {
   bool delete_after_writer(VarBlock* var, VarDeleter& on_deleted, std::unique_lock<SpinLock>& lock);
   /// Frees `var` and runs the deleter it holds.
   static void delete_now(VarBlock* var);
-  // The four below are small and on every push or completion: inlined
-  // (defined in threaded_engine.cc, the only file that calls them).
+  // The five below are small and on every push or completion: inlined,
+  // each defined in the one file that calls it (threaded_engine.cc for the
+  // push, threaded_engine_completion.cc for the completion).
   /// Asks for `var`'s record and generation (push, before its lock).
   [[gnu::always_inline]] inline static void prefetch_variable(VarHandle var);
   /// Starts fetching the records `var`'s next claim will look at.
