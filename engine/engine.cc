@@ -47,14 +47,14 @@ Completion::~Completion() {
 void Completion::done() {
   TAGFLOW_CHECK(op_ != nullptr, "Completion::done: the operation was already completed");
   detail::OpBlock* op = std::exchange(op_, nullptr);
-  op->engine->complete_async(op, nullptr);
+  op->extras->engine->complete_async(op, nullptr);
 }
 
 void Completion::fail(std::exception_ptr error) {
   TAGFLOW_CHECK(op_ != nullptr, "Completion::fail: the operation was already completed");
   if (!error) error = std::make_exception_ptr(Error("Completion::fail called without an error"));
   detail::OpBlock* op = std::exchange(op_, nullptr);
-  op->engine->complete_async(op, std::move(error));
+  op->extras->engine->complete_async(op, std::move(error));
 }
 
 // --- variable handles --------------------------------------------------------------

@@ -128,7 +128,6 @@ void NaiveEngine::push_block(Operation& op, OperationState* tracker) {
   auto block = std::make_unique<OpBlock>();
   block->name = op.name;
   block->ctx = op.ctx;
-  block->engine = this;
   block->set_deps(op.reads, op.writes);
   block->fn = std::move(op.fn);
   if (profiling()) [[unlikely]] {
@@ -325,6 +324,7 @@ void NaiveEngine::run(OpBlock& block, QueueKind queue, int priority) {
       } else {
         WaitSignal finished;
         block.extra().signal = &finished;
+        block.extras->engine = this;  // for its Completion
         std::exception_ptr launch_error;
         // From the closure's start: a thread it hands the Completion to may
         // push before this thread is waiting (Note [Naive engine order]).

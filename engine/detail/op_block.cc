@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "engine/detail/threaded_engine.h"
+#include "engine/detail/worker_pool.h"
 #include "engine/error.h"
 
 namespace tagflow::detail {
@@ -23,6 +25,14 @@ void OpBlock::set_deps_sorted(const VarList& reads, const VarList& writes) {
     }
   }
   deps.truncate(kept);
+}
+
+EngineCore* OpBlock::owner() const {
+  // A user operation's extras are not looked at: the dump reads records
+  // that may have been destroyed (a naive engine's are never marked
+  // completed), whose extras may hold another operation's fields by now.
+  if (kind == OpKind::kUser) return pool != nullptr ? pool->engine() : nullptr;
+  return extras != nullptr ? extras->engine : nullptr;
 }
 
 std::exception_ptr OpBlock::wrap(std::exception_ptr cause) const {

@@ -12,9 +12,8 @@
 //  - what few operations use lives in OpExtras, made when first needed: an
 //    asynchronous operation's two errors, a GPU operation's fence and its
 //    waits on other streams, a wait's signal, a tracked operation's handle,
-//    the profiler's marks, and overflow edges;
-//  - four successor slots, not five, so that the small fields fit in the
-//    first line;
+//    the profiler's marks, overflow edges, and the engine where the record
+//    does not say it (OpBlock::owner: a user operation's pool does);
 //  - OpFunction keeps "asynchronous" in its body's type, not in a field;
 //  - the pool's header is sixteen bytes for types without a generation;
 //  - the record is not declared line-aligned (its size would round up to
@@ -106,6 +105,10 @@ struct OpExtras : Pooled<OpExtras> {
   Fence fence;
   /// Overflow edges into the operation, freed with it.
   OverflowEdge* owned_edges = nullptr;
+  /// The engine that runs it, where its record alone does not say: set for
+  /// asynchronous operations, whose Completion calls it, and for a threaded
+  /// engine's waits and deletions (OpBlock::owner).
+  EngineCore* engine = nullptr;
 
   OpExtras() = default;
   OpExtras(const OpExtras&) = delete;
@@ -120,7 +123,7 @@ struct OpExtras : Pooled<OpExtras> {
 /// slots start on a line, which is what the first line's layout needs.
 struct OpBlock : Pooled<OpBlock> {
   /// Successors kept inline; more go to the overflow stack.
-  static constexpr std::uint32_t kInlineSuccessors = 4;
+  static constexpr std::uint32_t kInlineSuccessors = 5;
   /// Set in `successor_count` once the operation has completed.
   static constexpr std::uint32_t kCompleted = 1u << 31;
   /// Marks the closed overflow stack.
@@ -128,8 +131,7 @@ struct OpBlock : Pooled<OpBlock> {
 
   // First cache line: what later pushes look at and fill in (Note
   // [Dependencies as edges]), and what this operation reads when it
-  // completes: its successors, in push order, then the overflow stack; and
-  // the small fields its worker reads as it starts it.
+  // completes: its successors, in push order, then the overflow stack.
   std::atomic<std::uint32_t> successor_count{0};
   /// Edges not yet satisfied (+1 while being pushed); then, for a host
   /// operation, device fences not yet finished; for an asynchronous one, the
@@ -138,6 +140,7 @@ struct OpBlock : Pooled<OpBlock> {
   std::uint64_t seq = 0;  ///< push sequence number, unique per engine
   std::atomic<OpBlock*> inline_successors[kInlineSuccessors] = {};
   std::atomic<Edge*> overflow{nullptr};
+
   int priority = 0;
   OpKind kind = OpKind::kUser;
   /// Which of the two push epochs it was counted in (Note [Waiting for all]).
@@ -145,12 +148,10 @@ struct OpBlock : Pooled<OpBlock> {
   QueueKind queue = QueueKind::kCompute;
   /// What it is doing, for the dependency dump only (relaxed stores).
   std::atomic<OperationStage> stage{OperationStage::kWaiting};
-
   Context ctx;
   const char* name = "op";
   /// Where it runs (threaded engine); null for host operations.
   WorkerPool* pool = nullptr;
-  EngineCore* engine = nullptr;
   /// Ready-queue link.
   OpBlock* next = nullptr;
   OpFunction fn;
@@ -179,11 +180,13 @@ struct OpBlock : Pooled<OpBlock> {
         ctx(op.ctx),
         name(op.name),
         pool(where),
-        engine(owner),
         fn(std::move(op.fn)) {
-    // Its Completion and its launcher write their errors from two threads.
-    if (fn.is_async()) [[unlikely]]
+    // Its Completion and its launcher write their errors from two threads,
+    // and the Completion finds the engine there.
+    if (fn.is_async()) [[unlikely]] {
       extras = new OpExtras;
+      extras->engine = owner;
+    }
   }
   OpBlock(const OpBlock&) = delete;
   /// The operation's extras, made on first use by the thread that owns the
@@ -192,6 +195,10 @@ struct OpBlock : Pooled<OpBlock> {
     if (extras == nullptr) extras = new OpExtras;
     return *extras;
   }
+  /// For the dependency dump, the threaded engine it was pushed to: a user
+  /// operation's pool's, a wait's or a deletion's extras' (null for the
+  /// naive engine's records, which have no pool).
+  EngineCore* owner() const;
   /// The handle to tell, or null.
   OperationState* tracker() const { return extras != nullptr ? extras->tracker : nullptr; }
   /// The profiler's marks, or null (engine/detail/profile_marks.h).

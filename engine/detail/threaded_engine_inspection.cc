@@ -137,7 +137,7 @@ void ThreadedEngine::collect_pending(DependencyState& state) const {
     auto* op = static_cast<OpBlock*>(slot);
     // Completed (or never used: zero bytes) records are not read further.
     if ((op->successor_count.load(std::memory_order_seq_cst) & OpBlock::kCompleted) != 0) return;
-    if (op->seq == 0 || op->engine != this) return;
+    if (op->seq == 0 || op->owner() != this) return;
     live.push_back(op);
   });
   std::sort(live.begin(), live.end(),

@@ -41,15 +41,15 @@ void ThreadedEngine::delete_var(VarHandle var, VarDeleter on_deleted) {
   }
   record->deleted_generation = var.generation();
   if (delete_after_writer(record, on_deleted, lock)) return;
-  auto* op = new OpBlock;
+  auto op = std::make_unique<OpBlock>();
   op->name = "delete_var";
   op->kind = OpKind::kDelete;
-  op->engine = this;
+  op->extra().engine = this;  // for dumps (OpBlock::owner)
   if (on_deleted) {
     op->fn = [d = std::move(on_deleted)](const RunContext&) mutable { run_deleter(d); };
   }
   op->deps.push_back(Dep{record, Access::kWrite, var.generation()});
-  submit(op);
+  submit(op.release());
 }
 
 bool ThreadedEngine::delete_after_writer(VarBlock* var, VarDeleter& on_deleted,

@@ -35,13 +35,13 @@ void ThreadedEngine::wait_on(VarHandle var, Access access, const char* what) {
         waited_for_seq = writer.seq;
       }
     }
-    auto* op = new OpBlock;
+    auto op = std::make_unique<OpBlock>();
     op->name = what;
     op->kind = OpKind::kWait;
-    op->engine = this;
     op->extra().signal = &signal;
+    op->extras->engine = this;  // for dumps (OpBlock::owner)
     op->deps.push_back(Dep{var_block(var), access, var.generation()});
-    submit(op);
+    submit(op.release());
   }
   signal.wait();
   if (model_ != nullptr) [[unlikely]]

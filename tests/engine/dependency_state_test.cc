@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -246,6 +247,71 @@ TEST(DependencyState, NaiveEngineListsTheOperationItRuns) {
     pusher.join();
     EXPECT_TRUE(engine->dependency_state().operations.empty());
     engine->delete_var(x);
+  });
+}
+
+TEST(DependencyState, EachEngineListsItsOwnOperationsOnly) {
+  // Every engine's records share one pool: a dump must tell its own user
+  // operations, waits and deletions from another threaded engine's and from
+  // a naive engine's, running or long destroyed.
+  run_with_timeout(60s, [] {
+    auto a = threaded_engine(1);
+    auto b = threaded_engine(1);
+    EngineConfig naive_config = EngineConfig::defaults();
+    naive_config.kind = EngineKind::kNaive;
+    auto naive = make_engine(naive_config);
+    for (int i = 0; i < 100; ++i) {  // destroyed naive records, never marked completed
+      naive->push({.name = "naive_done", .ctx = cpu(0), .fn = [](const RunContext&) {}});
+    }
+    std::latch release(1), naive_inside(1);
+    // A blocked writer, a reader behind it, and a deletion of what they
+    // use: with the reader pending, the deletion is an operation of its own.
+    auto stall = [&](Engine& e, const char* blocked, const char* reader) {
+      VarHandle x = e.new_var(), y = e.new_var();
+      e.push({.name = blocked, .ctx = cpu(0), .writes = {x}, .fn = [&](const RunContext&) {
+                release.wait();
+              }});
+      e.push(
+          {.name = reader, .ctx = cpu(0), .reads = {x}, .writes = {y}, .fn = [](const RunContext&) {
+           }});
+      e.delete_var(x);
+      return y;
+    };
+    const VarHandle ya = stall(*a, "a_blocked", "a_reader");
+    const VarHandle yb = stall(*b, "b_blocked", "b_reader");
+    std::thread waiter([&] { a->wait_to_read(ya); });
+    std::thread naive_pusher([&] {
+      naive->push({.name = "naive_blocked", .ctx = cpu(0), .fn = [&](const RunContext&) {
+                     naive_inside.count_down();
+                     release.wait();
+                   }});
+    });
+    naive_inside.wait();
+
+    auto names = [](const DependencyState& state) {
+      std::vector<std::string> out;
+      for (const PendingOperation& op : state.operations) out.push_back(op.name);
+      return out;
+    };
+    const DependencyState of_a = state_when(
+        *a, [](const DependencyState& s) { return named(s, "wait_to_read") != nullptr; });
+    EXPECT_EQ(names(of_a),
+              (std::vector<std::string>{"a_blocked", "a_reader", "delete_var", "wait_to_read"}))
+        << of_a.describe();
+    const DependencyState of_b = b->dependency_state();
+    EXPECT_EQ(names(of_b), (std::vector<std::string>{"b_blocked", "b_reader", "delete_var"}))
+        << of_b.describe();
+    EXPECT_EQ(names(naive->dependency_state()), std::vector<std::string>{"naive_blocked"});
+
+    release.count_down();
+    waiter.join();
+    naive_pusher.join();
+    for (Engine* e : {a.get(), b.get()}) {
+      e->wait_for_all();
+      EXPECT_TRUE(e->dependency_state().operations.empty());
+    }
+    a->delete_var(ya);
+    b->delete_var(yb);
   });
 }
 
