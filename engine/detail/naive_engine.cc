@@ -399,6 +399,10 @@ void NaiveEngine::run(OpBlock& block, QueueKind queue, int priority) {
   for (const Dep& d : block.deps) {
     if (is_write(d.access)) d.var->error = block.error;
   }
+  // What the closure captured is let go before its handle is told, as on
+  // the threaded engine (Note [Closures die before waits return] in
+  // threaded_engine.h).
+  block.fn.body().reset();
   // Device work included: the stream was synchronised above.
   if (block.tracker() != nullptr) [[unlikely]]
     notify_tracker(block, block.error);

@@ -129,8 +129,9 @@
 // straight from the record's slots, with the record freed last, a wait
 // returned while the closure was still being destroyed, and ThreadSanitizer
 // reported the error's exception object.) So the slots are copied out
-// first. A tracked operation's handle is told earlier, as the completion
-// starts.
+// first. A tracked operation's handle is told right after the closure is
+// destroyed, so its wait() and on_done() find the captures gone too (on
+// the naive engine as well).
 //
 // Note [Dependency state]
 // The engine keeps no list of pending operations: that would cost every push

@@ -56,8 +56,6 @@ void ThreadedEngine::leave_on(const Dep& dep, const OpBlock& op) {
 
 void ThreadedEngine::complete(OpBlock* op, Followers* followers) {
   if (op->error && op->kind == OpKind::kUser) record_error(op->error);
-  if (op->tracker() != nullptr) [[unlikely]]
-    notify_tracker(*op);
   for (const Dep& d : op->deps) leave_on(d, *op);
   if (op->kind == OpKind::kDelete) {
     if (op->fn) op->fn.body()(RunContext{}, nullptr);
@@ -65,8 +63,11 @@ void ThreadedEngine::complete(OpBlock* op, Followers* followers) {
   }
   // Note [Closures die before waits return]: the closure goes before the
   // operation can be seen completed (a wait that finds its variable idle
-  // returns at once), the record before any successor is released.
+  // returns at once) and before its handle is told, the record before any
+  // successor is released.
   op->fn.body().reset();
+  if (op->tracker() != nullptr) [[unlikely]]
+    notify_tracker(*op);
   // Close the slots and the overflow stack, then release the successors in
   // push order: the slots first, then the stack (newest first, so reversed).
   // Each successor's first line is fetched for writing up front, so that the

@@ -320,6 +320,20 @@ TEST_P(EngineTest, AClosureIsDestroyedBeforeTheWaitsAndOperationsItReleases) {
                      }});
       engine_->wait_for_all();
       EXPECT_FALSE(alive_when_read) << ctx << ": a reader ran before the writer's closure died";
+      // A handle's wait and callbacks, too.
+      auto tracked = [&] {
+        return engine_->push_tracked(
+            {.name = "tracked, holds a capture",
+             .ctx = ctx,
+             .writes = {x},
+             .fn = [capture = slow_to_destroy(alive)](const RunContext&) {}});
+      };
+      tracked().wait();
+      EXPECT_FALSE(alive) << ctx << ": a handle's wait returned before the closure was destroyed";
+      std::atomic<int> alive_in_callback{-1};
+      tracked().on_done([&](std::exception_ptr) { alive_in_callback = alive ? 1 : 0; });
+      engine_->wait_for_all();
+      EXPECT_EQ(alive_in_callback, 0) << ctx << ": on_done ran before the closure was destroyed";
       engine_->delete_var(x);
     }
   });
