@@ -9,6 +9,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -278,6 +279,37 @@ TEST_P(EngineTest, HigherPriorityRunsFirstAmongReadyOperations) {
     // 7, 5, 3, then the two 0s in push order, then -1, -4.
     EXPECT_EQ(order, (std::vector<int>{5, 1, 3, 0, 4, 2, 6}));
     for (VarHandle v : vars) engine_->delete_var(v);
+  });
+}
+
+// More readers wait on one writer than it keeps inline: the rest wait on its
+// overflow stack, which is newest first, and are still released in push order.
+TEST_P(EngineTest, ReadersReleasedByOneWriterRunInPushOrder) {
+  if (!threaded() || GetParam().workers != 1) GTEST_SKIP() << "order is defined with one worker";
+  run_with_timeout(30s, [&] {
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    VarHandle x = engine_->new_var();
+    engine_->push(
+        {.name = "writer", .ctx = cpu(0), .writes = {x}, .fn = [released](const RunContext&) {
+           released.wait();
+         }});
+    std::mutex mutex;
+    std::vector<int> order;
+    constexpr int kReaders = 12;  // more than the five inline successor slots
+    for (int i = 0; i < kReaders; ++i) {
+      engine_->push(
+          {.name = "reader", .ctx = cpu(0), .reads = {x}, .fn = [&, i](const RunContext&) {
+             std::lock_guard lock(mutex);
+             order.push_back(i);
+           }});
+    }
+    release.set_value();
+    engine_->wait_for_all();
+    std::vector<int> pushed(kReaders);
+    std::iota(pushed.begin(), pushed.end(), 0);
+    EXPECT_EQ(order, pushed);
+    engine_->delete_var(x);
   });
 }
 
