@@ -128,7 +128,8 @@ bool ReadyQueue::maybe_nonempty() const {
          heaped_.load(std::memory_order_relaxed) > 0;
 }
 
-bool ReadyQueue::has_priority_above_slow(int priority) const {
+bool ReadyQueue::has_priority_above(int priority) const {
+  if (priority == 0) return prioritized_.load(std::memory_order_relaxed) > 0;
   if (priority < 0) return maybe_nonempty();
   if (prioritized_.load(std::memory_order_relaxed) == 0) return false;
   std::lock_guard lock(lock_);

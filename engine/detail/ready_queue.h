@@ -39,10 +39,7 @@ class ReadyQueue {
   bool maybe_nonempty() const;
   /// True when an operation of priority above `priority` may be waiting
   /// (errs on the side of yes for negative priorities).
-  bool has_priority_above(int priority) const {
-    if (priority == 0) return prioritized_.load(std::memory_order_relaxed) > 0;
-    return has_priority_above_slow(priority);
-  }
+  bool has_priority_above(int priority) const;
 
  private:
   struct alignas(16) Cell {
@@ -55,7 +52,6 @@ class ReadyQueue {
   bool ring_push(OpBlock* op);
   OpBlock* ring_pop();
   OpBlock* locked_pop(bool prioritized_only);
-  bool has_priority_above_slow(int priority) const;
 
   std::unique_ptr<Cell[]> cells_;
   alignas(64) std::atomic<std::uint64_t> tail_{0};  ///< next cell to fill

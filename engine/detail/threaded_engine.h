@@ -201,11 +201,9 @@ class ThreadedEngine final : public Engine, public EngineCore {
 
  private:
   /// Operations made ready while completing one: at most one is kept to run
-  /// inline on the completing worker, the others go to their queues. Made
-  /// by a worker for what it runs: its pool and index are the caller's.
+  /// inline on the completing worker, the others go to their queues.
   struct Followers {
     WorkerPool* current = nullptr;
-    int index = 0;  ///< the worker's, in `current`
     OpBlock* inline_next = nullptr;
   };
 
@@ -253,9 +251,6 @@ class ThreadedEngine final : public Engine, public EngineCore {
   /// One edge of a completed operation satisfied: `successor` runs once it
   /// was the last, or, tagged, a variable is deleted.
   void release_successor(OpBlock* successor, Followers* followers);
-  /// Releases the successors on a completed operation's overflow stack, in
-  /// push order (the stack is newest first). Out of line: few have one.
-  void release_stacked(Edge* stack, Followers* followers);
   void on_ready(OpBlock* op, Followers* followers);
   /// Records the device fences `op` must respect; true if it is held back
   /// until fences finish (it is then handed on from the stream's thread).
@@ -282,8 +277,6 @@ class ThreadedEngine final : public Engine, public EngineCore {
   static std::int64_t modelled_time_of(const VarBlock& var, bool write);
   void finish(OpBlock* op, Followers* followers);
   void complete(OpBlock* op, Followers* followers);
-  /// Counts a completion made outside this engine's workers (one made by
-  /// a worker is counted on its pool, through its Followers).
   void count_completion(int slot);
   void record_error(const std::exception_ptr& error);
   void wait_on(VarHandle var, Access access, const char* what);

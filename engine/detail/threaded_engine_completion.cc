@@ -71,8 +71,9 @@ void ThreadedEngine::complete(OpBlock* op, Followers* followers) {
   // Close the slots and the overflow stack, then release the successors in
   // push order: the slots first, then the stack (newest first, so reversed).
   // Each successor's first line is fetched for writing up front, so that the
-  // misses overlap; its counter is on it. The slots are copied out first: the
-  // record is freed before they are released.
+  // misses overlap; its counter is on it. They are copied out first: the
+  // record is freed before them, and the stack's edges belong to the
+  // successors, which may free them once released.
   // Sequentially consistent: ordered with a dump's look (Note [Dependency state]).
   const std::uint32_t n =
       op->successor_count.exchange(OpBlock::kCompleted, std::memory_order_seq_cst);
@@ -86,26 +87,16 @@ void ThreadedEngine::complete(OpBlock* op, Followers* followers) {
   Edge* stack = n == OpBlock::kInlineSuccessors
                     ? op->overflow.exchange(OpBlock::kClosed, std::memory_order_acq_rel)
                     : nullptr;
+  SmallVector<OpBlock*, 8> stacked;
+  if (stack != nullptr) [[unlikely]] {
+    for (Edge* e = stack; e != nullptr; e = e->next) stacked.push_back(e->to);
+    std::reverse(stacked.begin(), stacked.end());
+  }
   const int slot = op->epoch_slot;
   release(op);
   for (std::uint32_t i = 0; i < n; ++i) release_successor(slots[i], followers);
-  // Still whole: each of its edges belongs to a successor that cannot run
-  // before that edge is released.
-  if (stack != nullptr) [[unlikely]]
-    release_stacked(stack, followers);
-  // On a worker, its own counter (checked by notify_idle when it runs dry).
-  if (followers != nullptr) {
-    followers->current->count_completion(followers->index, slot);
-  } else {
-    count_completion(slot);
-  }
-}
-
-void ThreadedEngine::release_stacked(Edge* stack, Followers* followers) {
-  // Copied out first: a successor, once released, may run and free its edges.
-  SmallVector<OpBlock*, 8> stacked;
-  for (Edge* e = stack; e != nullptr; e = e->next) stacked.push_back(e->to);
-  for (auto it = stacked.end(); it != stacked.begin();) release_successor(*--it, followers);
+  for (OpBlock* successor : stacked) release_successor(successor, followers);
+  count_completion(slot);
 }
 
 void ThreadedEngine::release_successor(OpBlock* successor, Followers* followers) {
@@ -194,7 +185,7 @@ void ThreadedEngine::finish_host_op(OpBlock* op, Followers* followers) {
 // --- running -------------------------------------------------------------------
 
 OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
-  Followers followers{&pool, index, nullptr};
+  Followers followers{&pool, nullptr};
   Stream* stream = pool.stream();
   const bool real_gpu = stream != nullptr && stream->native_handle() != nullptr;
   const std::exception_ptr& device_error = pool.device_error();
@@ -240,12 +231,7 @@ OpBlock* ThreadedEngine::execute(OpBlock* op, WorkerPool& pool, int index) {
       me.running = nullptr;
       if (model_ != nullptr) [[unlikely]]
         leave_modelled_time(*op);
-      // Without a stream or extras, finish() has nothing to do but complete.
-      if (stream == nullptr && op->extras == nullptr) [[likely]] {
-        complete(op, &followers);
-      } else {
-        finish(op, &followers);
-      }
+      finish(op, &followers);
     } else {
       // Two references, this launcher's and the Completion's: whichever
       // lets go last finishes the operation.
