@@ -128,7 +128,10 @@ class Engine {
   /// for its Completion: then after it, Note [Naive engine order]).
   /// Safe to call from several threads, and from inside operations.
   /// Throws tagflow::Error for an operation that cannot run (no closure, a
-  /// device that does not exist).
+  /// device that does not exist), and std::bad_alloc when the memory to
+  /// schedule it runs out; either way nothing was pushed. (The same holds
+  /// for the waits and delete_var: one that throws std::bad_alloc leaves
+  /// the variable as it was, its handle live; the deleter is dropped unrun.)
   virtual void push(Operation op) = 0;
   /// Same as push, and returns a handle on the operation: polled with
   /// done(), waited on with wait() (rethrowing the error wait_to_read on a

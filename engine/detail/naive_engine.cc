@@ -160,18 +160,25 @@ void NaiveEngine::run_exclusively(Deferred first) {
   }
   // Note [Naive engine order]. A ticket once admitted: a refused push never
   // runs, so it must not hold up wait_for_all (Note [Naive wait_for_all]).
+  // What may need memory comes before the admission: a push or deletion
+  // that throws std::bad_alloc has changed nothing (Note [Linking cannot
+  // fail] in threaded_engine.h).
   if (inside_own_operation()) {
-    {
+    deferred_.push_back(std::move(first));  // only this thread, the holder, uses it
+    try {
       std::lock_guard lock(state_mutex_);
-      admit(first);
-      first.ticket = next_ticket_.fetch_add(1, std::memory_order_seq_cst);
+      admit(deferred_.back());
+      deferred_.back().ticket = next_ticket_.fetch_add(1, std::memory_order_seq_cst);
+    } catch (...) {
+      deferred_.pop_back();
+      throw;
     }
-    deferred_.push_back(std::move(first));
     return;
   }
   {
     std::unique_lock lock(state_mutex_);
     state_changed_.wait(lock, [&] { return !busy_ || awaiting_completion_; });
+    if (busy_) make_room_for_one(handed_over_);
     admit(first);
     first.ticket = next_ticket_.fetch_add(1, std::memory_order_seq_cst);
     if (busy_) {  // the running operation awaits its Completion: maybe from us
@@ -182,7 +189,7 @@ void NaiveEngine::run_exclusively(Deferred first) {
     busy_ = true;
   }
   owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
-  deferred_.push_back(std::move(first));
+  run_item(first);
   while (!deferred_.empty()) {
     Deferred next = std::move(deferred_.front());
     deferred_.pop_front();

@@ -40,6 +40,7 @@
 // run-ahead] in threaded_engine.h): else the backlog, and with it every
 // wait, would grow for as long as producers push.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -129,6 +130,12 @@ class NaiveEngine final : public Engine, public EngineCore {
   void release();
   /// Runs one operation (the lock held).
   void run(OpBlock& block, QueueKind queue, int priority);
+  /// Room for one more element in `items`, growing it as push_back would:
+  /// so that the push_back after it cannot throw.
+  template <typename V>
+  static void make_room_for_one(V& items) {
+    if (items.size() == items.capacity()) items.reserve(std::max<std::size_t>(8, 2 * items.size()));
+  }
   /// Runs a push or a deletion and marks its ticket finished (the lock held).
   void run_item(Deferred& item);
   // Controlled schedules (Note [Controlled schedules] in engine/schedule.h):

@@ -20,9 +20,13 @@ void NaiveEngine::keep(Deferred item) {
   bool too_many = false;
   {
     std::unique_lock lock(state_mutex_);
+    // What may need memory first: a push that throws std::bad_alloc has
+    // changed nothing (the schedule's entry for a ticket not handed out is
+    // overwritten when it is).
+    make_room_for_one(kept_);
+    scheduler_->on_push(next_ticket_.load(std::memory_order_relaxed));
     admit(item);
     item.ticket = next_ticket_.fetch_add(1, std::memory_order_seq_cst);
-    scheduler_->on_push(item.ticket);
     kept_.push_back(std::move(item));
     // A thread pushing while the engine is held leaves the work to its
     // holder (it may be the one to complete the holder's operation), and

@@ -1,12 +1,19 @@
 #include "engine/detail/op_block.h"
 
 #include <algorithm>
+#include <utility>
 
+#include "engine/detail/operation_state.h"
 #include "engine/detail/threaded_engine.h"
 #include "engine/detail/worker_pool.h"
 #include "engine/error.h"
 
 namespace tagflow::detail {
+
+OpExtras::~OpExtras() {
+  while (owned_edges != nullptr) delete std::exchange(owned_edges, owned_edges->owned_next);
+  if (tracker != nullptr) tracker->release();
+}
 
 void OpBlock::set_deps_sorted(const VarList& reads, const VarList& writes) {
   for (VarHandle v : writes) deps.push_back(Dep{var_block(v), Access::kWrite, v.generation()});

@@ -113,9 +113,10 @@ struct OpExtras : Pooled<OpExtras> {
   OpExtras() = default;
   OpExtras(const OpExtras&) = delete;
   OpExtras& operator=(const OpExtras&) = delete;
-  ~OpExtras() {
-    while (owned_edges != nullptr) delete std::exchange(owned_edges, owned_edges->owned_next);
-  }
+  /// Frees the overflow edges; gives back the handle's reference of an
+  /// operation dropped before it was pushed (a pushed one's is given back
+  /// when it completes).
+  ~OpExtras();
 };
 
 /// Not declared cache-line aligned: its size would then round up to whole

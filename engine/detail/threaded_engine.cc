@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <thread>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -42,6 +43,8 @@ ThreadedEngine::~ThreadedEngine() {
   // complete_async() after the count that released drain().
   while (completers_inside_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
   for (auto& pool : owned_pools_) pool->stop();
+  while (spare_edges_ != nullptr) delete std::exchange(spare_edges_, spare_edges_->owned_next);
+  delete spare_extras_;
   if (std::exception_ptr error = errors_.unreported()) {
     spdlog::warn("engine shut down with an operation error never waited for: {}", describe(error));
   }
@@ -153,15 +156,16 @@ void ThreadedEngine::push_block(Operation& op, OperationState* tracker) {
         throw_stale(v, "push", op.name, write ? "writes" : "reads");
       prefetch_predecessors(*var, write);
     });
+    reserve_links(*block);
     std::unique_ptr<ProfileMarks> marks;  // the record does not free them
     if (profiling()) [[unlikely]] {
       marks.reset(new ProfileMarks{.pushed = profiler_now()});
     }
-    if (model_ != nullptr) [[unlikely]]
-      note_modelled_issue(*block);
     if (marks != nullptr || tracker != nullptr) [[unlikely]]
       block->extra();
-    // Nothing below throws.
+    if (model_ != nullptr) [[unlikely]]
+      note_modelled_issue(*block);
+    // Nothing below throws (Note [Linking cannot fail]).
     if (marks != nullptr) [[unlikely]]
       block->extras->profile = marks.release();
     if (tracker != nullptr) [[unlikely]]
@@ -206,7 +210,20 @@ void ThreadedEngine::throttle() {
   }
 }
 
-void ThreadedEngine::submit(OpBlock* op) {
+void ThreadedEngine::make_room_for_reader(VarBlock& var) {
+  var.readers.reserve(var.readers.size() + 1);
+}
+
+void ThreadedEngine::add_spares(std::size_t most_edges) {
+  while (num_spare_edges_ < most_edges) {
+    auto* edge = new OverflowEdge;
+    edge->owned_next = std::exchange(spare_edges_, edge);
+    ++num_spare_edges_;
+  }
+  if (spare_extras_ == nullptr) spare_extras_ = new OpExtras;
+}
+
+void ThreadedEngine::submit(OpBlock* op) noexcept {
   const auto slot = static_cast<std::uint8_t>(epoch_.load(std::memory_order_relaxed) & 1);
   op->epoch_slot = slot;
   // Only pushers change the count, under the push lock: no read-modify-write.
@@ -299,22 +316,29 @@ bool ThreadedEngine::add_edge(const OpRef& pred, OpBlock* op, std::int32_t& edge
     }
   }
   if ((n & OpBlock::kCompleted) != 0) return false;
-  // Slots full: an overflow edge on the predecessor's stack, owned by `op`
-  // (both allocations before the edge is published).
-  OpExtras& owner = op->extra();
-  auto* node = new OverflowEdge;
+  return add_overflow_edge(p, op, edges);
+}
+
+bool ThreadedEngine::add_overflow_edge(OpBlock& pred, OpBlock* op, std::int32_t& edges) {
+  // Slots full: an overflow edge on the predecessor's stack, owned by `op`,
+  // both taken from the spares (Note [Linking cannot fail]).
+  OverflowEdge* node = spare_edges_;
+  spare_edges_ = node->owned_next;
+  --num_spare_edges_;
   node->edge.to = op;
-  Edge* head = p.overflow.load(std::memory_order_acquire);
+  Edge* head = pred.overflow.load(std::memory_order_acquire);
   do {
     if (head == OpBlock::kClosed) {
-      delete node;
+      node->owned_next = std::exchange(spare_edges_, node);
+      ++num_spare_edges_;
       return false;
     }
     node->edge.next = head;
-  } while (!p.overflow.compare_exchange_weak(head, &node->edge, std::memory_order_acq_rel,
-                                             std::memory_order_acquire));
-  node->owned_next = owner.owned_edges;
-  owner.owned_edges = node;
+  } while (!pred.overflow.compare_exchange_weak(head, &node->edge, std::memory_order_acq_rel,
+                                                std::memory_order_acquire));
+  if (op->extras == nullptr) op->extras = std::exchange(spare_extras_, nullptr);
+  node->owned_next = op->extras->owned_edges;
+  op->extras->owned_edges = node;
   ++edges;
   return true;
 }

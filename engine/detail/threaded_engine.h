@@ -73,6 +73,24 @@
 // the fixed bound, 6.4 with this one; the three others unchanged, where a
 // fixed bound of 4,096 costs them 10 to 20%).
 //
+// Note [Linking cannot fail]
+// Once an operation is counted and its first edge published, it must be
+// linked whole: a push that stopped half-way would leave it waiting for
+// edges never made, and with it every later operation on its variables and
+// every wait_for_all. Linking allocates in three places: an overflow edge
+// when a predecessor's inline slots are full, the extras that own those
+// edges, and a variable's reader list growing past its inline capacity. So
+// before anything is counted or linked, reserve_links() takes what the link
+// may need: the reader lists' room, one spare extras, and spare overflow
+// edges, as many as the operation has predecessors at most (one for each
+// read; for each write, the readers pushed since the last writer, and that
+// writer). When memory runs out there, std::bad_alloc leaves the push with
+// nothing changed but the spares. The spares are the engine's, under the
+// push lock, and kept at the largest count asked so far: a push takes from
+// them only when it makes an overflow edge, so the check is all that most
+// pushes pay. (Memory a worker needs while completing operations, on device
+// queues for instance, is not covered.)
+//
 // Note [Waiting for all]
 // wait_for_all() waits for the operations pushed before it was called, not
 // for those pushed while it waits: with a producer that never pauses, "until
@@ -219,9 +237,33 @@ class ThreadedEngine final : public Engine, public EngineCore {
   static void notify_tracker(OpBlock& op) noexcept;
   WorkerPool* pool_for(const char* op_name, Context ctx, QueueKind queue);
   WorkerPool* create_pool(int slot, Context ctx, QueueKind queue);
+  /// Takes from the allocator what linking `op` may need (Note [Linking
+  /// cannot fail]); throws std::bad_alloc, having changed nothing the
+  /// engine's state depends on, when memory runs out. Push lock held.
+  void reserve_links(const OpBlock& op) {
+    // A write may follow each reader pushed since the last writer, and that
+    // writer; a read follows one writer, and keeps room for itself in the
+    // reader list (pruning, in submit(), only shrinks it).
+    std::size_t most_edges = op.deps.size();
+    for (const Dep& d : op.deps) {
+      const auto& readers = d.var->readers;
+      if (is_write(d.access)) {
+        most_edges += readers.size();
+      } else if (readers.size() == readers.capacity()) [[unlikely]] {
+        make_room_for_reader(*d.var);
+      }
+    }
+    if (num_spare_edges_ < most_edges || (spare_extras_ == nullptr && op.extras == nullptr))
+        [[unlikely]]
+      add_spares(most_edges);
+  }
+  /// reserve_links' allocations, out of its way.
+  [[gnu::noinline]] static void make_room_for_reader(VarBlock& var);
+  [[gnu::noinline]] void add_spares(std::size_t most_edges);
   /// Makes `op` known: edges from the operations it must follow. Takes
-  /// ownership; the caller holds `push_lock_` and allocated `op` under it.
-  void submit(OpBlock* op);
+  /// ownership; the caller holds `push_lock_`, allocated `op` under it and
+  /// called reserve_links() since. Throws nothing.
+  void submit(OpBlock* op) noexcept;
   /// delete_var's short way, when the last writer of `var` is the only
   /// operation pending on it: true if the deletion is attached to it (or
   /// done), false to push a deletion operation (Note [Deletion after the
@@ -237,8 +279,10 @@ class ThreadedEngine final : public Engine, public EngineCore {
   /// Starts fetching the records `var`'s next claim will look at.
   [[gnu::always_inline]] inline static void prefetch_predecessors(const VarBlock& var, bool write);
   /// Links `op` after `pred` unless `pred` has completed; true if linked.
-  [[gnu::always_inline]] inline static bool add_edge(const OpRef& pred, OpBlock* op,
-                                                     std::int32_t& edges);
+  /// Takes an overflow edge from the spares (Note [Linking cannot fail]).
+  [[gnu::always_inline]] inline bool add_edge(const OpRef& pred, OpBlock* op, std::int32_t& edges);
+  /// add_edge once `pred`'s inline slots are full.
+  bool add_overflow_edge(OpBlock& pred, OpBlock* op, std::int32_t& edges);
   /// Starts fetching, for writing, the successors `op` will release.
   [[gnu::always_inline]] inline static void prefetch_successors(const OpBlock& op);
   /// Records on `var` what the completing `op` leaves there (error, fences).
@@ -282,7 +326,7 @@ class ThreadedEngine final : public Engine, public EngineCore {
   void wait_on(VarHandle var, Access access, const char* what);
   /// Profiling: the flows into `op` from the last writers of what it reads
   /// (push lock held).
-  void note_flows(const OpBlock& op);
+  void note_flows(const OpBlock& op) noexcept;
   static void profile_start(OpBlock& op, Stream* stream, int worker);
   static void profile_device_end(OpBlock& op, Stream* stream);
   static void profile_end(OpBlock& op, Stream* stream);
@@ -349,6 +393,11 @@ class ThreadedEngine final : public Engine, public EngineCore {
   static constexpr std::uint64_t kMaxEdgeWeight = 16;
   std::uint64_t window_edges_ = 0;
   std::atomic<std::uint64_t> run_ahead_limit_;
+  /// What reserve_links() keeps for links (push lock): overflow edges
+  /// (chained through owned_next), and one extras to own them.
+  OverflowEdge* spare_edges_ = nullptr;
+  std::size_t num_spare_edges_ = 0;
+  OpExtras* spare_extras_ = nullptr;
   /// The push epoch (Note [Waiting for all]): changed under the push lock.
   std::atomic<std::uint64_t> epoch_{0};
   /// Every epoch below this one has completed.

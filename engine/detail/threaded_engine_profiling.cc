@@ -1,25 +1,36 @@
 // The threaded engine's side of the profiler (engine/profiler.h): the
 // flows recorded at push, and the marks around each operation's work.
 
+#include <new>
 #include <utility>
 
 #include "engine/detail/threaded_engine.h"
 
 namespace tagflow::detail {
 
-void ThreadedEngine::note_flows(const OpBlock& op) {
+void ThreadedEngine::note_flows(const OpBlock& op) noexcept {
+  // Called while linking, which must not stop half-way (Note [Linking cannot
+  // fail]): without memory, the profile loses a flow, never a wrong one.
   for (const Dep& d : op.deps) {
     if (op.profile() != nullptr && reads_value(d.access)) {
       const auto writer = profiled_writers_.find(d.var);
-      if (writer != profiled_writers_.end()) record_flow(writer->second, op.seq);
+      if (writer != profiled_writers_.end()) {
+        try {
+          record_flow(writer->second, op.seq);
+        } catch (const std::bad_alloc&) {
+        }
+      }
     }
     // A write by an operation pushed while not profiling ends the record.
     if (is_write(d.access)) {
-      if (op.profile() != nullptr && op.kind == OpKind::kUser) {
-        profiled_writers_[d.var] = op.seq;
-      } else {
-        profiled_writers_.erase(d.var);
+      try {
+        if (op.profile() != nullptr && op.kind == OpKind::kUser) {
+          profiled_writers_[d.var] = op.seq;
+          continue;
+        }
+      } catch (const std::bad_alloc&) {
       }
+      profiled_writers_.erase(d.var);
     }
   }
 }

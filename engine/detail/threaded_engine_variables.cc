@@ -41,14 +41,23 @@ void ThreadedEngine::delete_var(VarHandle var, VarDeleter on_deleted) {
   }
   record->deleted_generation = var.generation();
   if (delete_after_writer(record, on_deleted, lock)) return;
-  auto op = std::make_unique<OpBlock>();
-  op->name = "delete_var";
-  op->kind = OpKind::kDelete;
-  op->extra().engine = this;  // for dumps (OpBlock::owner)
-  if (on_deleted) {
-    op->fn = [d = std::move(on_deleted)](const RunContext&) mutable { run_deleter(d); };
+  std::unique_ptr<OpBlock> op;
+  try {
+    op = std::make_unique<OpBlock>();
+    op->name = "delete_var";
+    op->kind = OpKind::kDelete;
+    op->extra().engine = this;  // for dumps (OpBlock::owner)
+    op->deps.push_back(Dep{record, Access::kWrite, var.generation()});
+    reserve_links(*op);
+    if (on_deleted) {
+      op->fn = [d = std::move(on_deleted)](const RunContext&) mutable { run_deleter(d); };
+    }
+  } catch (...) {
+    // No memory for the deletion (Note [Linking cannot fail]): the variable
+    // stays, and so does its handle.
+    reopen_generation(record, var.generation());
+    throw;
   }
-  op->deps.push_back(Dep{record, Access::kWrite, var.generation()});
   submit(op.release());
 }
 

@@ -41,6 +41,7 @@ void ThreadedEngine::wait_on(VarHandle var, Access access, const char* what) {
     op->extra().signal = &signal;
     op->extras->engine = this;  // for dumps (OpBlock::owner)
     op->deps.push_back(Dep{var_block(var), access, var.generation()});
+    reserve_links(*op);
     submit(op.release());
   }
   signal.wait();

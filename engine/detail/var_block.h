@@ -45,9 +45,11 @@
 //  - delete_var advances it at once, under that lock, before the deletion
 //    waits for the operations pending on the variable: the handle is stale
 //    from the moment delete_var returns.
-//  - Generations only grow. A handle keeps 22 bits for one (the address takes
-//    the other 42: a user-space address has 48 bits, and the low 6 are zero
-//    for cache-line aligned records). A record whose generation reaches
+//  - Generations only grow (a delete_var that fails for want of memory
+//    takes its step back before any handle could see it). A handle keeps
+//    22 bits for one (the address takes the other 42: a user-space address
+//    has 48 bits, and the low 6 are zero for cache-line aligned records).
+//    A record whose generation reaches
 //    kRetiredGeneration is retired when its deletion completes: destroyed,
 //    never handed back to the pool. So no generation is ever used twice,
 //    and a stale handle never matches a later variable; a slot retires once
@@ -257,6 +259,13 @@ inline VarHandle make_var() {
 inline void end_generation(VarBlock* record) {
   std::atomic<std::uint32_t>& generation = generation_of(record);
   generation.store(generation.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+/// Undoes end_generation for a deletion that failed for want of memory
+/// (Note [Linking cannot fail] in threaded_engine.h), the lock of check_live
+/// still held: no handle at the next generation was handed out.
+inline void reopen_generation(VarBlock* record, std::uint32_t generation) {
+  generation_of(record).store(generation, std::memory_order_relaxed);
 }
 
 /// Frees a deleted variable's record: back to the pool, or, once its
