@@ -44,6 +44,10 @@ struct Context {
   friend constexpr auto operator<=>(const Context&, const Context&) = default;
 };
 
+/// CPU devices an engine runs: cpu(0) .. cpu(kMaxCpuDevices - 1) (and the
+/// cpu_pinned(i) of the same indices); push refuses others with DeviceError.
+inline constexpr int kMaxCpuDevices = 64;
+
 /// `cpu(i)`: the i-th logical CPU device, with its own worker pool.
 constexpr Context cpu(int index = 0) { return {DeviceType::kCPU, index}; }
 /// `gpu(i)`: the i-th GPU (real or simulated).

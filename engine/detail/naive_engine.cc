@@ -87,7 +87,9 @@ void NaiveEngine::check_context(Context ctx) const {
                      "push: {} is a device of unknown type: expected cpu(i), gpu(i) or "
                      "cpu_pinned(i)",
                      ctx.str());
-    TAGFLOW_CHECK_AS(DeviceError, ctx.index >= 0, "push: {} is not a valid device", ctx.str());
+    TAGFLOW_CHECK_AS(DeviceError, ctx.index >= 0 && ctx.index < kMaxCpuDevices,
+                     "push: {} is not a valid device; CPU device indices are 0..{}", ctx.str(),
+                     kMaxCpuDevices - 1);
     return;
   }
   const int n = num_gpus();

@@ -225,7 +225,6 @@ class ThreadedEngine final : public Engine, public EngineCore {
     OpBlock* inline_next = nullptr;
   };
 
-  static constexpr int kMaxCpuDevices = 64;
   static constexpr int kMaxGpus = 64;
   static constexpr int kMaxPools = kMaxCpuDevices + 2 * kMaxGpus;
 

@@ -428,6 +428,18 @@ TEST_P(EngineErrorTest, BadPushesGiveTypedErrorsAndLoseNothing) {
     } catch (const DeviceError& e) {
       EXPECT_NE(std::string(e.what()).find("unknown type"), std::string::npos) << e.what();
     }
+    // CPU indices past the last device, and negative ones, on every engine.
+    for (const Context ctx : {cpu(kMaxCpuDevices), cpu(1'000'000), cpu(-1), cpu_pinned(-1)}) {
+      try {
+        engine_->push(
+            {.name = "no such cpu", .ctx = ctx, .writes = {x}, .fn = [](const RunContext&) {
+               ADD_FAILURE() << "ran on a missing CPU";
+             }});
+        ADD_FAILURE() << "accepted " << ctx;
+      } catch (const DeviceError& e) {
+        EXPECT_NE(std::string(e.what()).find(ctx.str()), std::string::npos) << e.what();
+      }
+    }
     EXPECT_THROW(engine_->push({.name = "empty", .ctx = cpu(0), .writes = {x}}), Error);
     EXPECT_THROW(engine_->push({.name = "null var",
                                 .ctx = cpu(0),
