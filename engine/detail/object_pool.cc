@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <new>
 
 namespace tagflow::detail {
 
@@ -16,9 +18,9 @@ ObjectPoolCache* ObjectPoolRegistry::adopt() {
     idle_.pop_back();
     return cache;
   }
-  auto* cache = new ObjectPoolCache(this);
-  all_.push_back(cache);
-  return cache;
+  auto cache = std::make_unique<ObjectPoolCache>(this);
+  all_.push_back(cache.get());  // may throw std::bad_alloc: then nothing is kept
+  return cache.release();
 }
 
 void ObjectPoolRegistry::release(ObjectPoolCache* cache) {
@@ -30,7 +32,12 @@ void* ObjectPoolRegistry::new_chunk(std::size_t stride, std::size_t slots) {
   void* chunk = ::operator new (stride* slots, std::align_val_t{64});
   std::memset(chunk, 0, stride * slots);
   std::lock_guard lock(mutex_);
-  chunks_.push_back(Chunk{chunk, stride, slots});
+  try {
+    chunks_.push_back(Chunk{chunk, stride, slots});
+  } catch (...) {  // no room to remember it: give it back rather than leak it
+    ::operator delete(chunk, std::align_val_t{64});
+    throw;
+  }
   return chunk;
 }
 
