@@ -124,8 +124,9 @@ class Engine {
   virtual void delete_var(VarHandle var, VarDeleter on_deleted) = 0;
 
   /// Schedules `op`. Returns at once (the naive engine runs it first, except
-  /// when pushed from inside an operation or while an asynchronous one waits
-  /// for its Completion: then after it, Note [Naive engine order]).
+  /// when pushed from inside an operation, or from another thread while an
+  /// asynchronous one awaits its Completion or a GPU one its stream: then
+  /// later, Note [Naive engine order]).
   /// Safe to call from several threads, and from inside operations.
   /// Throws tagflow::Error for an operation that cannot run (no closure, a
   /// device that does not exist), and std::bad_alloc when the memory to

@@ -88,6 +88,11 @@ struct RunContext {
 /// Handed to an asynchronous operation; call `done()` (or `fail(error)`)
 /// exactly once, from any thread, when the work has finished. Dropping it
 /// without calling either fails the operation rather than hang its waiters.
+/// Before it does, the thread holding it may push, and wait for what does
+/// not wait for the operation, on every engine (the naive one lends itself,
+/// Note [Lending the naive engine] in engine/detail/naive_engine.h). Waits
+/// that never return from there: wait_for_all, a wait on what the operation
+/// writes (or, for wait_to_write, reads), and one on what depends on it.
 class Completion {
  public:
   Completion() = default;

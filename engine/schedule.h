@@ -15,7 +15,7 @@
 //   variable (one of them writes it; a deletion conflicts with everything
 //   on its variable). A wait runs ready operations until what it waits for
 //   has run; wait_for_all runs what was pushed before it (and picks only
-//   among that); more than
+//   among that; what those push is kept for a later wait); more than
 //   kMaxKept kept runs them down to half (a thread pushing while another
 //   runs them pauses instead, as the naive engine's handed-over pushes do).
 //   Picks are made among the ready operations of the oldest kMaxKept kept. Each runs to its end,

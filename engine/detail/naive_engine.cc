@@ -179,12 +179,13 @@ void NaiveEngine::run_exclusively(Deferred first) {
   }
   {
     std::unique_lock lock(state_mutex_);
-    state_changed_.wait(lock, [&] { return !busy_ || awaiting_completion_; });
+    state_changed_.wait(lock, [&] { return !busy_ || awaiting_ > 0; });
     if (busy_) make_room_for_one(handed_over_);
     admit(first);
     first.ticket = next_ticket_.fetch_add(1, std::memory_order_seq_cst);
-    if (busy_) {  // the running operation awaits its Completion: maybe from us
+    if (busy_) {  // the holder awaits another thread: maybe this one
       handed_over_.push_back(std::move(first));
+      state_changed_.notify_all();  // a lent holder may run it
       throttle_handed_over(lock);
       return;
     }
@@ -256,20 +257,6 @@ void NaiveEngine::throttle_handed_over(std::unique_lock<std::mutex>& lock) {
   all_waiters_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void NaiveEngine::acquire() {
-  std::unique_lock lock(state_mutex_);
-  state_changed_.wait(lock, [&] { return !busy_; });
-  busy_ = true;
-}
-
-void NaiveEngine::acquire_live(VarHandle var, const char* what) {
-  std::unique_lock lock(state_mutex_);
-  check_live(var, what);  // at once, even while an operation runs
-  state_changed_.wait(lock, [&] { return !busy_; });
-  check_live(var, what);  // a deletion may have been admitted meanwhile
-  busy_ = true;
-}
-
 void NaiveEngine::release() {
   {
     std::lock_guard lock(state_mutex_);
@@ -337,11 +324,7 @@ void NaiveEngine::run(OpBlock& block, QueueKind queue, int priority) {
         std::exception_ptr launch_error;
         // From the closure's start: a thread it hands the Completion to may
         // push before this thread is waiting (Note [Naive engine order]).
-        {
-          std::lock_guard lock(state_mutex_);
-          awaiting_completion_ = true;
-        }
-        state_changed_.notify_all();
+        begin_await();
         {
           Completion completion = OpBlock::make_completion(&block);
           try {
@@ -354,13 +337,8 @@ void NaiveEngine::run(OpBlock& block, QueueKind queue, int priority) {
         if (block.profile() != nullptr) [[unlikely]]
           block.profile()->returned = profiler_now();
         block.stage.store(OperationStage::kLaunched, std::memory_order_relaxed);
-        finished.wait();
-        {
-          std::lock_guard lock(state_mutex_);
-          awaiting_completion_ = false;
-          for (Deferred& d : handed_over_) deferred_.push_back(std::move(d));
-          handed_over_.clear();
-        }
+        await_completion(finished);
+        end_await();
         if (launch_error) std::rethrow_exception(launch_error);
         if (finished.error) std::rethrow_exception(finished.error);
       }
@@ -369,7 +347,7 @@ void NaiveEngine::run(OpBlock& block, QueueKind queue, int priority) {
           stream->enqueue_timestamp(&block.profile()->device_ended);
         }
         const std::uint64_t mark = stream->record();
-        stream->synchronize(mark);
+        await_device(*stream, mark);
         // Note [Errors of device work] in engine/stream.h: a failure is sticky,
         // so every operation after it on this stream fails too.
         if (std::exception_ptr device_error = stream->error_at(mark)) [[unlikely]]
@@ -452,7 +430,13 @@ DependencyState NaiveEngine::dependency_state() {
 void NaiveEngine::complete_async(OpBlock* op, std::exception_ptr error) {
   if (fork_check_.forked()) [[unlikely]]
     return;  // the operation, and its waiting pusher, are the parent's
+  // The holder lends the engine meanwhile, waiting on state_changed_ (Note
+  // [Lending the naive engine]). Both under the lock: once the holder sees
+  // the signal, its caller may destroy the engine, so nothing here may
+  // touch it after the lock is let go.
+  const std::lock_guard lock(state_mutex_);
   op->extras->signal->notify(std::move(error));
+  state_changed_.notify_all();
 }
 
 bool NaiveEngine::finish_pending(std::chrono::milliseconds stall) {
@@ -496,13 +480,29 @@ void NaiveEngine::check_not_running_here(const char* what) const {
   }
 }
 
-void NaiveEngine::rethrow_error_of(VarHandle var, const char* what) {
+void NaiveEngine::rethrow_error_of(VarHandle var, const char* what, bool or_reads) {
   if (fork_check_.forked()) [[unlikely]]
     throw_fork_error(what);
   check_not_running_here(what);
   TAGFLOW_CHECK(var != nullptr, "{}: expected a variable, got null", what);
-  acquire_live(var, what);  // what runs now was pushed before
-  std::exception_ptr error = var_block(var)->error;
+  std::exception_ptr error;
+  {
+    std::unique_lock lock(state_mutex_);
+    check_live(var, what);  // at once, even while an operation runs
+    // What runs now was pushed before; a lent engine's holder may await
+    // this thread (Note [Lending the naive engine]).
+    state_changed_.wait(
+        lock, [&] { return !busy_ || (lent_ && !pending_use(var_block(var), or_reads)); });
+    check_live(var, what);  // a deletion may have been admitted meanwhile
+    if (busy_) {            // lent, and nothing pending uses `var`
+      error = var_block(var)->error;
+      lock.unlock();
+      if (error) std::rethrow_exception(error);
+      return;
+    }
+    busy_ = true;
+  }
+  error = var_block(var)->error;
   release();
   if (error) std::rethrow_exception(error);
 }
@@ -513,7 +513,7 @@ void NaiveEngine::wait_to_read(VarHandle var) {
     const KeptWaiter waiting(kept_waiters_);
     run_kept([&] { return !kept_uses(var_block(var), false); });
   }
-  rethrow_error_of(var, "wait_to_read");
+  rethrow_error_of(var, "wait_to_read", false);
 }
 
 void NaiveEngine::wait_to_write(VarHandle var) {
@@ -522,7 +522,7 @@ void NaiveEngine::wait_to_write(VarHandle var) {
     const KeptWaiter waiting(kept_waiters_);
     run_kept([&] { return !kept_uses(var_block(var), true); });
   }
-  rethrow_error_of(var, "wait_to_write");
+  rethrow_error_of(var, "wait_to_write", true);
 }
 
 void NaiveEngine::wait_for_all() {
@@ -532,16 +532,16 @@ void NaiveEngine::wait_for_all() {
   // Note [Errors seen by wait_for_all] in error_report.h: the window is the
   // one open at the call, before the lock may make this thread wait.
   const std::uint64_t window = errors_.open_window();
+  // Note [Naive wait_for_all]: what was pushed before the call, no more;
+  // under a controlled schedule, what the operations it runs push is kept
+  // for a later wait.
+  const std::uint64_t target = next_ticket_.load(std::memory_order_seq_cst);
   if (scheduler_) {
-    // What was pushed before the call (Note [Naive wait_for_all]): kept
-    // items are in push order.
-    const std::uint64_t pushed = next_ticket_.load(std::memory_order_seq_cst);
+    // Kept items are in push order.
     const KeptWaiter waiting(kept_waiters_);
-    run_kept([&] { return kept_.empty() || kept_.front().ticket >= pushed; }, pushed);
+    run_kept([&] { return kept_.empty() || kept_.front().ticket >= target; }, target);
     scheduler_->write_record();
   }
-  // Note [Naive wait_for_all]: what was pushed before the call, no more.
-  const std::uint64_t target = next_ticket_.load(std::memory_order_seq_cst);
   if (finished_below_.load(std::memory_order_seq_cst) < target) {
     std::unique_lock lock(state_mutex_);
     all_waiters_.fetch_add(1, std::memory_order_seq_cst);

@@ -21,9 +21,28 @@
 //   starts hands its push over too, which is why the engine's lock is a
 //   flag (busy_) and a condition, not a mutex.
 // Such a push returns before its operation ran; a wait for it runs it first.
-// With a controlled schedule (engine/schedule.h), every push is kept and a
-// wait runs what it needs in the order the schedule picks (Note [Controlled
-// schedules]).
+// Handed-over pushes and deferred ones run in push order (by ticket, Note
+// [Naive wait_for_all]) once the completion came, whichever thread pushed
+// them. With a controlled schedule (engine/schedule.h), every push is kept
+// and a wait runs what it needs in the order the schedule picks (Note
+// [Controlled schedules]).
+//
+// Note [Lending the naive engine]
+// While its holder awaits what another thread finishes (an asynchronous
+// operation's Completion, or a GPU operation's stream, whose host work may
+// push), the engine is lent: the holder is blocked, and what it would run
+// (the running operations, `deferred_`, `handed_over_`, `kept_`) stands
+// still under `state_mutex_`. Meanwhile:
+// - a wait on a variable nothing of that uses (writes, for wait_to_read)
+//   returns at once with the variable's error, as on the threaded engine,
+//   instead of waiting for the holder, which may wait for the waiter;
+// - awaiting a Completion, the holder runs a handed-over push that conflicts
+//   with nothing pushed before it and not yet run (under a controlled
+//   schedule: the kept ones a wait asks for, picked as the schedule says),
+//   so that the completing thread may wait for work it pushed itself;
+//   it stops lending while it runs one, and lends again after.
+// A wait on what the awaited operation writes still waits for its
+// completion: from the completing thread that is a deadlock on every engine.
 //
 // Note [Naive wait_for_all]
 // wait_for_all waits for what was pushed before it, not for the engine to
@@ -120,16 +139,26 @@ class NaiveEngine final : public Engine, public EngineCore {
   void throttle_handed_over(std::unique_lock<std::mutex>& lock);
   /// The engine's holder has finished the work of `ticket` (Note [Naive wait_for_all]).
   void finish_ticket(std::uint64_t ticket);
-  /// Waits until no operation runs, and holds the engine until release().
-  void acquire();
-  /// Same, for a wait on `var`: throws StaleVariableError, before waiting or
-  /// once the engine is free, if `var` was deleted (Note [Variable
-  /// generations] in var_block.h). Deletions are admitted under the same
-  /// mutex, and none while the engine is held: `var` stays live until release().
-  void acquire_live(VarHandle var, const char* what);
   void release();
   /// Runs one operation (the lock held).
   void run(OpBlock& block, QueueKind queue, int priority);
+  // Note [Lending the naive engine]:
+  /// The holder starts awaiting another thread: pushes are handed over.
+  void begin_await();
+  /// It stops; when no await is left, what was handed over joins
+  /// `deferred_`, all in push order.
+  void end_await();
+  /// Lends the engine until `finished` is notified, running what it may.
+  void await_completion(WaitSignal& finished);
+  /// Lends the engine while the host waits for `stream` to pass `mark`.
+  void await_device(Stream& stream, std::uint64_t mark);
+  /// Takes a push the lent holder may run now (state_mutex_ held).
+  bool take_runnable(Deferred& out);
+  /// True when an item not yet run or a running operation uses `var`
+  /// (writes it, unless `or_reads`); state_mutex_ held, the engine lent.
+  bool pending_use(const VarBlock* var, bool or_reads) const;
+  /// True when `item` conflicts with a running operation.
+  bool conflicts_with_running(const Deferred& item) const;
   /// Room for one more element in `items`, growing it as push_back would:
   /// so that the push_back after it cannot throw.
   template <typename V>
@@ -172,7 +201,13 @@ class NaiveEngine final : public Engine, public EngineCore {
   void admit(Deferred& item);
   /// Deletes a variable (the lock held): its operations have all completed.
   void delete_now(VarHandle var, VarDeleter& on_deleted);
-  void rethrow_error_of(VarHandle var, const char* what);
+  /// Waits for what was pushed on `var` (its writes, or every use with
+  /// `or_reads`) and rethrows its error. Throws StaleVariableError, before
+  /// waiting or once the engine is free, if `var` was deleted (Note
+  /// [Variable generations] in var_block.h). Deletions are admitted under
+  /// state_mutex_, and none while the engine is held: `var` stays live
+  /// until release().
+  void rethrow_error_of(VarHandle var, const char* what, bool or_reads);
   /// check_not_inside_operation, and no wait from a deleter (it holds the lock).
   void check_not_running_here(const char* what) const;
 
@@ -186,8 +221,15 @@ class NaiveEngine final : public Engine, public EngineCore {
   // awaits its Completion (Note [Naive engine order]).
   std::mutex state_mutex_;
   std::condition_variable state_changed_;
-  bool busy_ = false;                  // under state_mutex_
-  bool awaiting_completion_ = false;   // under state_mutex_
+  bool busy_ = false;  // under state_mutex_
+  // Note [Lending the naive engine], all under state_mutex_: the holder's
+  // nested awaits (pushes are handed over while there are some), whether it
+  // is lent now, the threads running kept items that wait for it, and a
+  // schedule's pick that failed while lent (for a waiting thread to throw).
+  int awaiting_ = 0;
+  bool lent_ = false;
+  int lent_waiters_ = 0;
+  std::exception_ptr lent_failure_;
   std::vector<Deferred> handed_over_;  // under state_mutex_
   /// The thread holding the engine (busy_), while it holds it.
   std::atomic<std::thread::id> owner_{};

@@ -28,6 +28,7 @@ void NaiveEngine::keep(Deferred item) {
     admit(item);
     item.ticket = next_ticket_.fetch_add(1, std::memory_order_seq_cst);
     kept_.push_back(std::move(item));
+    if (lent_waiters_ > 0) state_changed_.notify_all();  // maybe what they wait for
     // A thread pushing while the engine is held leaves the work to its
     // holder (it may be the one to complete the holder's operation), and
     // pauses while the backlog is large, as a handed-over push does.
@@ -88,7 +89,21 @@ bool NaiveEngine::kept_uses(const VarBlock* var, bool or_reads) const {
 }
 
 void NaiveEngine::run_kept(const std::function<bool()>& done, std::uint64_t below) {
-  acquire();
+  {
+    std::unique_lock lock(state_mutex_);
+    if (busy_) {
+      // The holder may await this very thread: while it lends the engine
+      // it runs kept items for us (Note [Lending the naive engine]).
+      ++lent_waiters_;
+      state_changed_.notify_all();
+      state_changed_.wait(
+          lock, [&] { return !busy_ || lent_failure_ || (lent_ && (kept_.empty() || done())); });
+      --lent_waiters_;
+    }
+    if (lent_failure_) std::rethrow_exception(std::exchange(lent_failure_, nullptr));
+    if (busy_) return;  // done while lent
+    busy_ = true;
+  }
   owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
   std::exception_ptr failure;
   for (;;) {

@@ -14,6 +14,7 @@
 
 #include "engine/detail/sim_runtime.h"
 #include "engine/engine.h"
+#include "engine/schedule.h"
 #include "engine/stream.h"
 
 namespace tagflow::testing {
@@ -22,6 +23,8 @@ struct EngineParam {
   const char* label;
   EngineKind kind;
   int workers;
+  /// A controlled schedule (engine/schedule.h) for the naive engine, or null.
+  const char* schedule = nullptr;
 };
 
 // Readable names in test listings ("naive", "threaded2") instead of bytes.
@@ -32,6 +35,7 @@ inline EngineConfig config_for(const EngineParam& p) {
   c.kind = p.kind;
   c.cpu_workers = p.workers;
   c.sim_gpus = 2;
+  if (p.schedule != nullptr) c.schedule = ScheduleOptions::parse(p.schedule);
   return c;
 }
 
@@ -67,6 +71,16 @@ inline auto engine_params() {
                            EngineParam{"threaded1", EngineKind::kThreaded, 1},
                            EngineParam{"threaded2", EngineKind::kThreaded, 2},
                            EngineParam{"threaded4", EngineKind::kThreaded, 4});
+}
+/// Same, and the naive engine under two controlled schedules, whose waits
+/// run the kept operations themselves (Note [Controlled schedules]).
+inline auto engine_params_with_schedules() {
+  return ::testing::Values(EngineParam{"naive", EngineKind::kNaive, 1},
+                           EngineParam{"threaded1", EngineKind::kThreaded, 1},
+                           EngineParam{"threaded2", EngineKind::kThreaded, 2},
+                           EngineParam{"threaded4", EngineKind::kThreaded, 4},
+                           EngineParam{"naive_random", EngineKind::kNaive, 1, "random:1"},
+                           EngineParam{"naive_pct", EngineKind::kNaive, 1, "pct:3"});
 }
 inline std::string engine_param_name(const ::testing::TestParamInfo<EngineParam>& info) {
   return info.param.label;
