@@ -35,7 +35,7 @@ void* ObjectPoolRegistry::new_chunk(std::size_t stride, std::size_t slots) {
   try {
     chunks_.push_back(Chunk{chunk, stride, slots});
   } catch (...) {  // no room to remember it: give it back rather than leak it
-    ::operator delete(chunk, std::align_val_t{64});
+    ::operator delete (chunk, std::align_val_t{64});
     throw;
   }
   return chunk;
