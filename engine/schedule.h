@@ -36,9 +36,12 @@
 // - The run is a function of the seed for a program that pushes from one
 //   thread (several client threads push in an order the OS chooses), and
 //   `record` writes the picks, so that replaying them needs no seed.
-// - Only orders are explored: operations never run at the same time, so a
-//   data race inside two concurrent operations is the threaded engine's and
-//   the sanitizers' to find.
+// - Only orders are explored: operations never run at the same time (but
+//   while an asynchronous one awaits its Completion, kept ones that a
+//   waiting thread needs and that conflict with nothing running run
+//   meanwhile: Note [Lending the naive engine] in
+//   engine/detail/naive_engine.h), so a data race inside two concurrent
+//   operations is the threaded engine's and the sanitizers' to find.
 
 #include <cstdint>
 #include <filesystem>
