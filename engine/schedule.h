@@ -18,9 +18,12 @@
 //   among that; what those push is kept for a later wait); more than
 //   kMaxKept kept runs them down to half (a thread pushing while another
 //   runs them pauses instead, as the naive engine's handed-over pushes do).
-//   Picks are made among the ready operations of the oldest kMaxKept kept. Each runs to its end,
-//   device work included, on the waiting thread, as the naive engine runs an operation; what it
-//   pushes is kept the same way.
+//   Picks are made among the ready operations of the oldest kMaxKept kept
+//   (while an asynchronous operation awaits its Completion, among the first
+//   kMaxKept ready ones that conflict with nothing running, however far
+//   back). Each runs to its end, device work included, on the waiting
+//   thread, as the naive engine runs an operation; what it pushes is kept
+//   the same way.
 // - Which ready operation runs is the policy's pick, numbered by push
 //   (pushes counted from 0, deletions included):
 //   random: uniformly among the ready ones;

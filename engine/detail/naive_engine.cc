@@ -1,7 +1,9 @@
 #include "engine/detail/naive_engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <thread>
 
@@ -205,7 +207,7 @@ void NaiveEngine::run_exclusively(Deferred first) {
 void NaiveEngine::run_item(Deferred& item) {
   try {
     if (item.op) {
-      run(*item.op, item.queue, item.priority);
+      run(item);
     } else {
       delete_now(item.deleted, item.on_deleted);
     }
@@ -213,7 +215,7 @@ void NaiveEngine::run_item(Deferred& item) {
     errors_.record(std::current_exception());
     if (item.op) notify_tracker(*item.op, std::current_exception());
   }
-  finish_ticket(item.ticket);
+  if (!item.ticket_finished) finish_ticket(item.ticket);
 }
 
 void NaiveEngine::finish_ticket(std::uint64_t ticket) {
@@ -247,12 +249,16 @@ void NaiveEngine::throttle_handed_over(std::unique_lock<std::mutex>& lock) {
            finished_below_.load(std::memory_order_seq_cst);
   };
   if (limit == 0 || backlog() <= limit) return;
+  if (finished_below_.load(std::memory_order_relaxed) == stalled_below_) return;
   all_waiters_.fetch_add(1, std::memory_order_seq_cst);
   StallWatch watch(finished_below_.load(std::memory_order_relaxed));
   while (backlog() > limit / 2) {
     state_changed_.wait_for(lock, std::chrono::milliseconds(2));
     // Stalled: the backlog may wait on this very thread.
-    if (watch.stalled(finished_below_.load(std::memory_order_relaxed))) break;
+    if (watch.stalled(finished_below_.load(std::memory_order_relaxed))) {
+      stalled_below_ = finished_below_.load(std::memory_order_relaxed);
+      break;
+    }
   }
   all_waiters_.fetch_sub(1, std::memory_order_relaxed);
 }
@@ -265,11 +271,11 @@ void NaiveEngine::release() {
   state_changed_.notify_all();
 }
 
-void NaiveEngine::run(OpBlock& block, QueueKind queue, int priority) {
-  static_cast<void>(priority);  // one operation at a time: nothing to order
+void NaiveEngine::run(Deferred& item) {
+  OpBlock& block = *item.op;  // one at a time: the priority orders nothing
   Stream* stream = nullptr;
   try {
-    stream = stream_for(block.ctx, queue);
+    stream = stream_for(block.ctx, item.queue);
   } catch (...) {
     block.error = block.wrap(std::current_exception());
   }
@@ -306,60 +312,114 @@ void NaiveEngine::run(OpBlock& block, QueueKind queue, int priority) {
     }
     WorkerIdentity& me = this_worker();
     const char* outer = std::exchange(me.running, block.name);
-    RunContext rc{block.ctx, stream, 0};
-    try {
-      // The operation's kernels are launched from this thread: its GPU must
-      // be current here, and the caller's current device comes back after.
-      std::optional<ScopedDevice> on_device;
-      if (stream != nullptr) on_device.emplace(*backend_, block.ctx.index);
-      if (block.profile() != nullptr && stream != nullptr) [[unlikely]] {
-        stream->enqueue_timestamp(&block.profile()->device_started);
+    const RunContext rc{block.ctx, stream, 0};
+    if (block.fn.is_async()) {
+      Await await{.item = &item, .stream = stream, .outer = awaits_};
+      const bool launched = launch_async(block, rc, await);
+      me.running = outer;  // the wait below is ours, not the operation's
+      if (launched) {
+        awaits_ = &await;
+        await_completion(await);  // finishes it, and its ticket
+        awaits_ = await.outer;
+        return;
       }
-      if (!block.fn.is_async()) {
-        block.fn.body()(rc, nullptr);
-      } else {
-        WaitSignal finished;
-        block.extra().signal = &finished;
-        block.extras->engine = this;  // for its Completion
-        std::exception_ptr launch_error;
-        // From the closure's start: a thread it hands the Completion to may
-        // push before this thread is waiting (Note [Naive engine order]).
-        begin_await();
-        {
-          Completion completion = OpBlock::make_completion(&block);
-          try {
-            block.fn.body()(rc, &completion);
-          } catch (...) {
-            launch_error = std::current_exception();
-          }
-        }                    // a Completion the closure did not take is dropped here: fails the op
-        me.running = outer;  // the wait below is ours, not the operation's
-        if (block.profile() != nullptr) [[unlikely]]
-          block.profile()->returned = profiler_now();
-        block.stage.store(OperationStage::kLaunched, std::memory_order_relaxed);
-        await_completion(finished);
-        end_await();
-        if (launch_error) std::rethrow_exception(launch_error);
-        if (finished.error) std::rethrow_exception(finished.error);
-      }
-      if (stream != nullptr) {
-        if (block.profile() != nullptr) [[unlikely]] {
-          stream->enqueue_timestamp(&block.profile()->device_ended);
+    } else {
+      try {
+        // The operation's kernels are launched from this thread: its GPU
+        // must be current here, and the caller's current device comes back
+        // after.
+        std::optional<ScopedDevice> on_device;
+        if (stream != nullptr) on_device.emplace(*backend_, block.ctx.index);
+        if (block.profile() != nullptr && stream != nullptr) [[unlikely]] {
+          stream->enqueue_timestamp(&block.profile()->device_started);
         }
-        const std::uint64_t mark = stream->record();
-        await_device(*stream, mark);
-        // Note [Errors of device work] in engine/stream.h: a failure is sticky,
-        // so every operation after it on this stream fails too.
-        if (std::exception_ptr device_error = stream->error_at(mark)) [[unlikely]]
-          std::rethrow_exception(device_error);
+        block.fn.body()(rc, nullptr);
+        if (stream != nullptr) finish_on_device(block, *stream);
+      } catch (...) {
+        block.error = block.wrap(std::current_exception());
       }
-    } catch (...) {
-      block.error = block.wrap(std::current_exception());
+      me.running = outer;
     }
-    me.running = outer;
-    std::lock_guard running_lock(running_mutex_);
-    running_.pop_back();
+    forget_running(block);
   }
+  complete(block, stream);
+}
+
+bool NaiveEngine::launch_async(OpBlock& block, const RunContext& rc, Await& await) {
+  std::optional<ScopedDevice> on_device;
+  try {
+    if (rc.stream != nullptr) on_device.emplace(*backend_, block.ctx.index);
+    if (block.profile() != nullptr && rc.stream != nullptr) [[unlikely]] {
+      rc.stream->enqueue_timestamp(&block.profile()->device_started);
+    }
+    block.extra().signal = &await.signal;
+    block.extras->engine = this;  // for its Completion
+  } catch (...) {
+    block.error = block.wrap(std::current_exception());
+    return false;
+  }
+  // From the closure's start: a thread it hands the Completion to may push
+  // before this thread is waiting (Note [Naive engine order]).
+  begin_await();
+  {
+    Completion completion = OpBlock::make_completion(&block);
+    try {
+      block.fn.body()(rc, &completion);
+    } catch (...) {
+      await.launch_error = std::current_exception();
+    }
+  }  // a Completion the closure did not take is dropped here: fails the op
+  if (block.profile() != nullptr) [[unlikely]]
+    block.profile()->returned = profiler_now();
+  block.stage.store(OperationStage::kLaunched, std::memory_order_relaxed);
+  return true;
+}
+
+void NaiveEngine::finish_async(Await& await) {
+  OpBlock& block = *await.item->op;
+  end_await();
+  try {
+    if (await.launch_error) std::rethrow_exception(await.launch_error);
+    if (await.signal.error) std::rethrow_exception(await.signal.error);
+    if (await.stream != nullptr) {
+      const ScopedDevice on_device(*backend_, block.ctx.index);
+      finish_on_device(block, *await.stream);
+    }
+  } catch (...) {
+    block.error = block.wrap(std::current_exception());
+  }
+  forget_running(block);
+  try {
+    complete(block, await.stream);
+  } catch (...) {  // as in run_item: maybe within another operation's await
+    errors_.record(std::current_exception());
+    notify_tracker(block, std::current_exception());
+  }
+  await.finished = true;
+  finish_ticket(await.item->ticket);
+  await.item->ticket_finished = true;
+}
+
+void NaiveEngine::finish_on_device(OpBlock& block, Stream& stream) {
+  if (block.profile() != nullptr) [[unlikely]] {
+    stream.enqueue_timestamp(&block.profile()->device_ended);
+  }
+  const std::uint64_t mark = stream.record();
+  await_device(stream, mark);
+  // Note [Errors of device work] in engine/stream.h: a failure is sticky,
+  // so every operation after it on this stream fails too.
+  if (std::exception_ptr device_error = stream.error_at(mark)) [[unlikely]]
+    std::rethrow_exception(device_error);
+}
+
+void NaiveEngine::forget_running(const OpBlock& block) {
+  // Innermost last; an outer asynchronous one may finish first (Await).
+  const std::lock_guard running_lock(running_mutex_);
+  const auto it = std::find(running_.rbegin(), running_.rend(), &block);
+  if (it != running_.rend()) running_.erase(std::next(it).base());
+}
+
+void NaiveEngine::complete(OpBlock& block, Stream* stream) {
   if (block.profile() != nullptr) [[unlikely]] {
     ProfileMarks* marks = std::exchange(block.extras->profile, nullptr);
     marks->ended = profiler_now();
@@ -507,21 +567,27 @@ void NaiveEngine::rethrow_error_of(VarHandle var, const char* what, bool or_read
   if (error) std::rethrow_exception(error);
 }
 
-void NaiveEngine::wait_to_read(VarHandle var) {
-  if (scheduler_ && var != nullptr) {
-    check_not_running_here("wait_to_read");
-    const KeptWaiter waiting(kept_waiters_);
-    run_kept([&] { return !kept_uses(var_block(var), false); });
+void NaiveEngine::run_kept_using(VarHandle var, const char* what, bool or_reads) {
+  check_not_running_here(what);
+  {
+    // A stale handle throws before anything runs, as without a schedule:
+    // what it named may be kept behind work that waits for this thread.
+    const std::lock_guard lock(state_mutex_);
+    check_live(var, what);
   }
+  const KeptWaiter waiting(kept_waiters_);
+  run_kept([&] {
+    return !is_live(var_block(var), var.generation()) || !kept_uses(var_block(var), or_reads);
+  });
+}
+
+void NaiveEngine::wait_to_read(VarHandle var) {
+  if (scheduler_ && var != nullptr) run_kept_using(var, "wait_to_read", false);
   rethrow_error_of(var, "wait_to_read", false);
 }
 
 void NaiveEngine::wait_to_write(VarHandle var) {
-  if (scheduler_ && var != nullptr) {
-    check_not_running_here("wait_to_write");
-    const KeptWaiter waiting(kept_waiters_);
-    run_kept([&] { return !kept_uses(var_block(var), true); });
-  }
+  if (scheduler_ && var != nullptr) run_kept_using(var, "wait_to_write", true);
   rethrow_error_of(var, "wait_to_write", true);
 }
 

@@ -36,11 +36,18 @@
 // - a wait on a variable nothing of that uses (writes, for wait_to_read)
 //   returns at once with the variable's error, as on the threaded engine,
 //   instead of waiting for the holder, which may wait for the waiter;
-// - awaiting a Completion, the holder runs a handed-over push that conflicts
-//   with nothing pushed before it and not yet run (under a controlled
-//   schedule: the kept ones a wait asks for, picked as the schedule says),
-//   so that the completing thread may wait for work it pushed itself;
-//   it stops lending while it runs one, and lends again after.
+// - awaiting a Completion, the holder runs a push, handed over or its own
+//   (deferred), that conflicts with nothing running and nothing pushed
+//   before it and not yet run (under a controlled schedule: the kept ones a
+//   wait asks for, picked as the schedule says), so that the completing
+//   thread may wait for work it pushed itself, or that the running thread
+//   pushed; it stops lending while it runs one, and lends again after;
+// - such a push may itself be asynchronous: awaits then nest on one stack
+//   (`awaits_`), and the inner await finishes an outer operation whose
+//   Completion came meanwhile (its variables, its handle, its ticket), as
+//   the threaded engine would, so that the inner operation's completing
+//   thread may wait for the outer one. The outer frame, once the stack
+//   unwinds to it, finds its operation finished.
 // A wait on what the awaited operation writes still waits for its
 // completion: from the completing thread that is a deadlock on every engine.
 //
@@ -57,7 +64,11 @@
 // whose push was handed over waits while more than max_pending tickets are
 // unfinished, as a client of the threaded engine does (Note [Bounded
 // run-ahead] in threaded_engine.h): else the backlog, and with it every
-// wait, would grow for as long as producers push.
+// wait, would grow for as long as producers push. A pause ends once nothing
+// finishes for a while (the backlog may wait on the pusher: a completing
+// thread pushing while its operation is awaited), and then none begins
+// until a ticket finishes (`stalled_below_`), so that such a thread does not
+// pause on every push.
 
 #include <algorithm>
 #include <atomic>
@@ -115,7 +126,18 @@ class NaiveEngine final : public Engine, public EngineCore {
     int priority = 0;
     VarHandle deleted = nullptr;
     VarDeleter on_deleted;
-    std::uint64_t ticket = 0;  ///< Note [Naive wait_for_all]
+    std::uint64_t ticket = 0;      ///< Note [Naive wait_for_all]
+    bool ticket_finished = false;  ///< by an await that finished it (Await)
+  };
+  /// An asynchronous operation the holder awaits, on the holder's stack
+  /// (Note [Lending the naive engine]): the innermost is `awaits_`.
+  struct Await {
+    Deferred* item = nullptr;
+    Stream* stream = nullptr;
+    WaitSignal signal;  ///< told by complete_async, under state_mutex_
+    std::exception_ptr launch_error;
+    bool finished = false;
+    Await* outer = nullptr;
   };
 
   /// push, with the state of a handle to tell once the operation has run
@@ -140,16 +162,31 @@ class NaiveEngine final : public Engine, public EngineCore {
   /// The engine's holder has finished the work of `ticket` (Note [Naive wait_for_all]).
   void finish_ticket(std::uint64_t ticket);
   void release();
-  /// Runs one operation (the lock held).
-  void run(OpBlock& block, QueueKind queue, int priority);
+  /// Runs one operation (the lock held); an asynchronous one may finish it
+  /// and its ticket early (Await).
+  void run(Deferred& item);
+  /// Calls an asynchronous operation's closure with its Completion; false
+  /// (and the operation's error set) when it could not be called.
+  bool launch_async(OpBlock& block, const RunContext& rc, Await& await);
+  /// After its Completion came: the operation's device work, then complete().
+  void finish_async(Await& await);
+  /// Fences the operation's device work on `stream` and waits for it.
+  void finish_on_device(OpBlock& block, Stream& stream);
+  /// An operation has run (on `stream`, or null): its record, its error on
+  /// what it writes, its handle.
+  void complete(OpBlock& block, Stream* stream);
+  /// Takes `block` off the list of running operations.
+  void forget_running(const OpBlock& block);
   // Note [Lending the naive engine]:
   /// The holder starts awaiting another thread: pushes are handed over.
   void begin_await();
   /// It stops; when no await is left, what was handed over joins
   /// `deferred_`, all in push order.
   void end_await();
-  /// Lends the engine until `finished` is notified, running what it may.
-  void await_completion(WaitSignal& finished);
+  /// Lends the engine until the innermost await's operation has completed
+  /// and is finished, running what it may, and finishing outer awaits'
+  /// operations whose completions came.
+  void await_completion(Await& mine);
   /// Lends the engine while the host waits for `stream` to pass `mark`.
   void await_device(Stream& stream, std::uint64_t mark);
   /// Takes a push the lent holder may run now (state_mutex_ held).
@@ -190,8 +227,22 @@ class NaiveEngine final : public Engine, public EngineCore {
    private:
     std::atomic<int>& count_;
   };
-  /// The kept items no earlier kept one conflicts with (state_mutex_ held).
-  std::vector<std::uint64_t> ready_kept() const;
+  /// The kept items no earlier kept one conflicts with (state_mutex_ held):
+  /// among the oldest kMaxKept; or, for the lent holder, the first kMaxKept
+  /// of those that also conflict with nothing running, however far back.
+  std::vector<std::uint64_t> ready_kept(bool lent) const;
+  /// Uses of variables by items not yet run, for the scans above.
+  struct KeptUses {
+    bool read = false;
+    bool written = false;
+  };
+  using UseMap = std::unordered_map<const VarBlock*, KeptUses>;
+  /// True when `item` conflicts with nothing in `earlier`; adds its uses.
+  static bool free_after(const Deferred& item, UseMap& earlier);
+  /// A wait under a controlled schedule: runs kept items until none uses
+  /// `var` (writes it, unless `or_reads`); throws StaleVariableError at once
+  /// for a deleted variable.
+  void run_kept_using(VarHandle var, const char* what, bool or_reads);
   /// True when a kept item writes `var` (or, with `or_reads`, uses it at all).
   bool kept_uses(const VarBlock* var, bool or_reads) const;
   /// Refuses `item` if it names a deleted variable, and counts it; a deletion
@@ -231,6 +282,8 @@ class NaiveEngine final : public Engine, public EngineCore {
   int lent_waiters_ = 0;
   std::exception_ptr lent_failure_;
   std::vector<Deferred> handed_over_;  // under state_mutex_
+  /// The holder's innermost await, or null (the holder's).
+  Await* awaits_ = nullptr;
   /// The thread holding the engine (busy_), while it holds it.
   std::atomic<std::thread::id> owner_{};
   /// Pushed from inside the running operation, in push order (the holder's).
@@ -246,6 +299,11 @@ class NaiveEngine final : public Engine, public EngineCore {
   std::atomic<std::uint64_t> finished_below_{0};
   std::deque<bool> finished_window_;
   std::atomic<std::uint32_t> all_waiters_{0};
+  /// Where a throttled pusher last found nothing finishing (under
+  /// state_mutex_): until a ticket finishes past it, pushes do not pause
+  /// again, since the backlog may wait on the pusher (a completing thread
+  /// pushing while its operation is awaited would pause on every push).
+  std::uint64_t stalled_below_ = std::numeric_limits<std::uint64_t>::max();
   /// For the dump: counts, and the operations being run (innermost last).
   std::atomic<std::uint64_t> pushed_{0};
   std::atomic<std::uint64_t> completed_{0};
@@ -256,12 +314,8 @@ class NaiveEngine final : public Engine, public EngineCore {
   std::unique_ptr<Scheduler> scheduler_;
   std::vector<Deferred> kept_;
   std::atomic<int> kept_waiters_{0};
-  /// ready_kept's scratch (state_mutex_ held): what earlier kept items use.
-  struct KeptUses {
-    bool read = false;
-    bool written = false;
-  };
-  mutable std::unordered_map<const VarBlock*, KeptUses> ready_scratch_;
+  /// ready_kept's and take_runnable's scratch (state_mutex_ held).
+  mutable UseMap ready_scratch_;
 };
 
 }  // namespace tagflow::detail

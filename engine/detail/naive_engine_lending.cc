@@ -31,13 +31,6 @@ bool conflicts_with_deps(const Item& item, const Deps& deps) {
                      [&](const Dep& d) { return item_uses(item, d.var, is_write(d.access)); });
 }
 
-/// The same between two pushes not yet run.
-template <typename Item>
-bool conflicts(const Item& a, const Item& b) {
-  if (!b.op) return item_uses(a, var_block(b.deleted), true);
-  return conflicts_with_deps(a, b.op->deps);
-}
-
 }  // namespace
 
 void NaiveEngine::begin_await() {
@@ -60,6 +53,26 @@ void NaiveEngine::end_await() {
                    [](const Deferred& a, const Deferred& b) { return a.ticket < b.ticket; });
 }
 
+bool NaiveEngine::free_after(const Deferred& item, UseMap& earlier) {
+  bool free = true;
+  if (!item.op) {
+    const VarBlock* var = var_block(item.deleted);
+    free = !earlier.contains(var);
+    earlier[var] = {true, true};
+    return free;
+  }
+  for (const Dep& d : item.op->deps) {
+    const auto it = earlier.find(d.var);
+    if (it == earlier.end()) continue;
+    if (it->second.written || (is_write(d.access) && it->second.read)) free = false;
+  }
+  for (const Dep& d : item.op->deps) {
+    KeptUses& uses = earlier[d.var];
+    (is_write(d.access) ? uses.written : uses.read) = true;
+  }
+  return free;
+}
+
 bool NaiveEngine::conflicts_with_running(const Deferred& item) const {
   // Only the holder changes running_, and not while the engine is lent.
   return std::any_of(running_.begin(), running_.end(),
@@ -80,21 +93,30 @@ bool NaiveEngine::pending_use(const VarBlock* var, bool or_reads) const {
 
 bool NaiveEngine::take_runnable(Deferred& out) {
   if (!scheduler_) {
-    // The first handed-over push that conflicts with nothing before it not
-    // yet run: the running operations, what they deferred, and the pushes
-    // handed over before it.
-    for (auto it = handed_over_.begin(); it != handed_over_.end(); ++it) {
-      if (conflicts_with_running(*it)) continue;
-      if (std::any_of(deferred_.begin(), deferred_.end(),
-                      [&](const Deferred& d) { return conflicts(*it, d); })) {
-        continue;
+    // The first push, deferred or handed over, in push order (each queue
+    // is), that conflicts with nothing running and with no push before it.
+    UseMap& earlier = ready_scratch_;
+    earlier.clear();
+    auto d = deferred_.begin();
+    auto h = handed_over_.begin();
+    while (d != deferred_.end() || h != handed_over_.end()) {
+      const bool deferred =
+          h == handed_over_.end() || (d != deferred_.end() && d->ticket < h->ticket);
+      Deferred& item = deferred ? *d : *h;
+      if (free_after(item, earlier) && !conflicts_with_running(item)) {
+        out = std::move(item);
+        if (deferred) {
+          deferred_.erase(d);
+        } else {
+          handed_over_.erase(h);
+        }
+        return true;
       }
-      if (std::any_of(handed_over_.begin(), it,
-                      [&](const Deferred& d) { return conflicts(*it, d); }))
-        continue;
-      out = std::move(*it);
-      handed_over_.erase(it);
-      return true;
+      if (deferred) {
+        ++d;
+      } else {
+        ++h;
+      }
     }
     return false;
   }
@@ -102,18 +124,12 @@ bool NaiveEngine::take_runnable(Deferred& out) {
   // asks for them, picked among the ready ones that conflict with nothing
   // running.
   if (lent_waiters_ == 0 || lent_failure_) return false;
-  std::vector<std::uint64_t> ready;
   try {
-    ready = ready_kept();
-    std::erase_if(ready, [&](std::uint64_t ticket) {
-      const auto it = std::find_if(kept_.begin(), kept_.end(),
-                                   [&](const Deferred& d) { return d.ticket == ticket; });
-      return conflicts_with_running(*it);
-    });
+    const std::vector<std::uint64_t> ready = ready_kept(true);
     if (ready.empty()) return false;
     const std::uint64_t chosen = scheduler_->pick(ready);
     const auto it = std::find_if(kept_.begin(), kept_.end(),
-                                 [&](const Deferred& d) { return d.ticket == chosen; });
+                                 [&](const Deferred& item) { return item.ticket == chosen; });
     out = std::move(*it);
     kept_.erase(it);
     return true;
@@ -124,16 +140,29 @@ bool NaiveEngine::take_runnable(Deferred& out) {
   }
 }
 
-void NaiveEngine::await_completion(WaitSignal& finished) {
+void NaiveEngine::await_completion(Await& mine) {
   std::unique_lock lock(state_mutex_);
   for (;;) {
-    {
-      const std::lock_guard signal_lock(finished.mutex);
-      if (finished.done) break;  // set by complete_async under state_mutex_
+    if (mine.finished) break;  // by an await nested in this one
+    // The innermost first: an outer await whose completion came is finished
+    // here, since its frame runs only once this one returns.
+    Await* completed = nullptr;
+    for (Await* a = awaits_; a != nullptr && completed == nullptr; a = a->outer) {
+      if (a->finished) continue;
+      const std::lock_guard signal_lock(a->signal.mutex);
+      if (a->signal.done) completed = a;  // set by complete_async under state_mutex_
+    }
+    if (completed != nullptr) {
+      lent_ = false;  // from here the holder changes its queues
+      lock.unlock();
+      finish_async(*completed);
+      if (completed == &mine) return;
+      lock.lock();
+      continue;
     }
     Deferred next;
     if (take_runnable(next)) {
-      lent_ = false;  // from here the holder changes its queues
+      lent_ = false;
       lock.unlock();
       run_item(next);
       lock.lock();

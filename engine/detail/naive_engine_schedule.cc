@@ -46,31 +46,21 @@ void NaiveEngine::keep(Deferred item) {
   }
 }
 
-std::vector<std::uint64_t> NaiveEngine::ready_kept() const {
+std::vector<std::uint64_t> NaiveEngine::ready_kept(bool lent) const {
   // Kept between calls: clear() keeps the buckets, so a pick allocates little.
-  auto& earlier = ready_scratch_;
+  UseMap& earlier = ready_scratch_;
   earlier.clear();
   std::vector<std::uint64_t> ready;
-  // The oldest kMaxKept only: a pick costs the same whatever the backlog.
-  for (std::size_t i = 0; i < std::min(kept_.size(), kMaxKept); ++i) {
+  // A pick costs the same whatever the backlog. The lent holder looks past
+  // the oldest: they may all wait for what runs (the completing thread
+  // pushing on what its operation writes), and a later one be what a
+  // waiting thread needs.
+  for (std::size_t i = 0; i < kept_.size(); ++i) {
+    if (lent ? ready.size() == kMaxKept : i == kMaxKept) break;
     const Deferred& item = kept_[i];
-    bool free = true;
-    if (!item.op) {
-      const VarBlock* var = var_block(item.deleted);
-      free = !earlier.contains(var);
-      earlier[var] = {true, true};
-    } else {
-      for (const Dep& d : item.op->deps) {
-        const auto it = earlier.find(d.var);
-        if (it == earlier.end()) continue;
-        if (it->second.written || (is_write(d.access) && it->second.read)) free = false;
-      }
-      for (const Dep& d : item.op->deps) {
-        KeptUses& uses = earlier[d.var];
-        (is_write(d.access) ? uses.written : uses.read) = true;
-      }
+    if (free_after(item, earlier) && !(lent && conflicts_with_running(item))) {
+      ready.push_back(item.ticket);
     }
-    if (free) ready.push_back(item.ticket);
   }
   return ready;
 }
@@ -112,7 +102,7 @@ void NaiveEngine::run_kept(const std::function<bool()>& done, std::uint64_t belo
       std::lock_guard lock(state_mutex_);
       if (kept_.empty() || done()) break;
       try {
-        std::vector<std::uint64_t> ready = ready_kept();
+        std::vector<std::uint64_t> ready = ready_kept(false);
         std::erase_if(ready, [&](std::uint64_t ticket) { return ticket >= below; });
         const std::uint64_t chosen = scheduler_->pick(ready);
         const auto it = std::find_if(kept_.begin(), kept_.end(),
@@ -134,11 +124,15 @@ void NaiveEngine::run_kept(const std::function<bool()>& done, std::uint64_t belo
 void NaiveEngine::throttle_kept(std::unique_lock<std::mutex>& lock) {
   // As throttle_handed_over, on the kept items: the thread running them may
   // wait for this one (a completion), so a stall lets it go on.
+  if (finished_below_.load(std::memory_order_relaxed) == stalled_below_) return;
   all_waiters_.fetch_add(1, std::memory_order_seq_cst);
   StallWatch watch(finished_below_.load(std::memory_order_relaxed));
   while (kept_.size() > kMaxKept / 2) {
     state_changed_.wait_for(lock, std::chrono::milliseconds(2));
-    if (watch.stalled(finished_below_.load(std::memory_order_relaxed))) break;
+    if (watch.stalled(finished_below_.load(std::memory_order_relaxed))) {
+      stalled_below_ = finished_below_.load(std::memory_order_relaxed);
+      break;
+    }
     if (!busy_ && kept_waiters_.load(std::memory_order_relaxed) == 0) break;  // nobody runs them
   }
   all_waiters_.fetch_sub(1, std::memory_order_relaxed);

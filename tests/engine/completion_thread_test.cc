@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/engine.h"
+#include "engine/error.h"
 #include "engine/operation_handle.h"
 #include "tests/engine/engine_fixture.h"
 #include "tests/engine/random_workload.h"
@@ -228,6 +229,317 @@ TEST_P(CompletionThreadTest, HostWorkOnAStreamPushes) {
     EXPECT_TRUE(pushed_ran.load());
     engine_->delete_var(on_gpu);
     engine_->delete_var(on_cpu);
+  });
+}
+
+// Work the engine's own thread pushes while the operation awaits its
+// Completion runs for a completing thread that waits on it: a child the
+// closure pushed, a grandchild pushed by an operation the completer pushed,
+// and a follow-up pushed by that operation's completion callback.
+TEST_P(CompletionThreadTest, CompletingThreadWaitsForWorkPushedFromTheRunningThread) {
+  run_with_timeout(60s, [&] {
+    VarHandle busy = engine_->new_var();
+    std::array<VarHandle, 5> out{};
+    for (VarHandle& v : out) v = engine_->new_var();
+    std::array<int, 5> values{};  // values[i] guarded by out[i]
+    std::array<std::atomic<int>, 3> seen{};
+    for (auto& s : seen) s.store(-1);
+    std::atomic<bool> registered{false};
+    std::atomic<bool> follow_up_pushed{false};
+    std::thread completer;
+    engine_->push(
+        {.name = "async",
+         .ctx = cpu(0),
+         .writes = {busy},
+         .fn = [&](const RunContext&, Completion done) {
+           engine_->push(
+               {.name = "child", .ctx = cpu(1), .writes = {out[0]}, .fn = [&](const RunContext&) {
+                  values[0] = 10;
+                }});
+           completer = std::thread([&, done = std::move(done)]() mutable {
+             engine_->wait_to_read(out[0]);  // the closure's child
+             seen[0].store(values[0]);
+             engine_->push({.name = "parent",
+                            .ctx = cpu(1),
+                            .writes = {out[1]},
+                            .fn = [&](const RunContext&) {
+                              values[1] = 1;
+                              engine_->push({.name = "grandchild",
+                                             .ctx = cpu(0),
+                                             .writes = {out[2]},
+                                             .fn = [&](const RunContext&) { values[2] = 20; }});
+                            }});
+             engine_->wait_to_read(out[1]);  // "parent" has pushed the grandchild
+             engine_->wait_to_read(out[2]);  // pushed by "parent", wherever it ran
+             seen[1].store(values[2]);
+             OperationHandle h = engine_->push_tracked({.name = "tracked",
+                                                        .ctx = cpu(1),
+                                                        .writes = {out[3]},
+                                                        .fn = [&](const RunContext&) {
+                                                          while (!registered.load())
+                                                            std::this_thread::yield();
+                                                          values[3] = 3;
+                                                        }});
+             h.on_done([&](std::exception_ptr) {
+               engine_->push({.name = "follow-up",
+                              .ctx = cpu(0),
+                              .writes = {out[4]},
+                              .fn = [&](const RunContext&) { values[4] = 30; }});
+               follow_up_pushed.store(true);
+             });
+             registered.store(true);
+             engine_->wait_to_read(out[3]);  // runs "tracked" under a schedule
+             while (!follow_up_pushed.load()) std::this_thread::yield();
+             engine_->wait_to_read(out[4]);  // pushed by the callback
+             seen[2].store(values[4]);
+             done.done();
+           });
+         }});
+    wait_until(follow_up_pushed);
+    completer.join();
+    engine_->wait_to_read(busy);
+    EXPECT_EQ(seen[0].load(), 10) << "the closure's child";
+    EXPECT_EQ(seen[1].load(), 20) << "the grandchild";
+    EXPECT_EQ(seen[2].load(), 30) << "the callback's follow-up";
+    engine_->delete_var(busy);
+    for (VarHandle v : out) engine_->delete_var(v);
+  });
+}
+
+// An asynchronous operation B whose completing thread waits on what another
+// asynchronous operation A writes: A's completion is not held up by B, even
+// where one thread awaits both (the naive engine runs B while A awaits).
+TEST_P(CompletionThreadTest, ACompleterMayWaitForAnotherAsynchronousOperation) {
+  run_with_timeout(60s, [&] {
+    VarHandle x = engine_->new_var();
+    VarHandle y = engine_->new_var();
+    VarHandle d = engine_->new_var();
+    int x_value = 0;  // guarded by x
+    std::atomic<int> seen_by_b{-1};
+    std::atomic<bool> b_done{false};
+    std::thread completer_a;
+    std::thread completer_b;
+    engine_->push(
+        {.name = "A",
+         .ctx = cpu(0),
+         .writes = {x},
+         .fn = [&](const RunContext&, Completion done_a) {
+           completer_a = std::thread([&, done_a = std::move(done_a)]() mutable {
+             engine_->push({.name = "B",
+                            .ctx = cpu(1),
+                            .writes = {y},
+                            .fn = [&](const RunContext&, Completion done_b) {
+                              completer_b = std::thread([&, done_b = std::move(done_b)]() mutable {
+                                engine_->wait_to_read(x);  // A's result
+                                seen_by_b.store(x_value);
+                                b_done.store(true);
+                                done_b.done();
+                              });
+                            }});
+             // Work after B that runs before A completes (under a schedule,
+             // this wait lets B run first).
+             engine_
+                 ->push_tracked(
+                     {.name = "D", .ctx = cpu(1), .writes = {d}, .fn = [](const RunContext&) {}})
+                 .wait();
+             x_value = 5;
+             done_a.done();
+           });
+         }});
+    wait_until(b_done);
+    completer_a.join();
+    if (completer_b.joinable()) completer_b.join();
+    engine_->wait_to_read(y);
+    EXPECT_EQ(seen_by_b.load(), 5) << "B's completer saw x before A completed";
+    for (VarHandle v : {x, y, d}) engine_->delete_var(v);
+  });
+}
+
+// A wait on a deleted variable's handle throws StaleVariableError at once,
+// from the test thread and from a completing thread (also when the deletion
+// must wait for the operation it completes), never hangs.
+TEST_P(CompletionThreadTest, WaitsOnADeletedVariableThrowStale) {
+  run_with_timeout(60s, [&] {
+    for (int from_completer = 0; from_completer < 2; ++from_completer) {
+      SCOPED_TRACE(from_completer ? "from a completing thread" : "from the test thread");
+      auto check = [&] {
+        VarHandle v = engine_->new_var();
+        VarHandle keep = engine_->new_var();
+        engine_->push(
+            {.name = "write", .ctx = cpu(1), .writes = {v}, .fn = [](const RunContext&) {}});
+        engine_->push({.name = "other",
+                       .ctx = cpu(1),
+                       .reads = {v},
+                       .writes = {keep},
+                       .fn = [](const RunContext&) {}});
+        engine_->delete_var(v);
+        VarHandle reused = engine_->new_var();  // may take the deleted one's record
+        engine_->push(
+            {.name = "reuse", .ctx = cpu(0), .writes = {reused}, .fn = [](const RunContext&) {}});
+        int stale = 0;
+        try {
+          engine_->wait_to_read(v);
+        } catch (const StaleVariableError&) {
+          ++stale;
+        }
+        try {
+          engine_->wait_to_write(v);
+        } catch (const StaleVariableError&) {
+          ++stale;
+        }
+        engine_->wait_to_read(keep);
+        engine_->delete_var(keep);
+        engine_->delete_var(reused);
+        return stale;
+      };
+      std::atomic<int> stale{-1};
+      if (from_completer == 0) {
+        stale.store(check());
+      } else {
+        // It also deletes what the awaited operation writes (the deletion
+        // waits for the operation), and waits on that.
+        VarHandle busy = engine_->new_var();
+        std::thread completer = push_completed_elsewhere(busy, [&] {
+          int n = check();
+          engine_->delete_var(busy);
+          try {
+            engine_->wait_to_read(busy);
+          } catch (const StaleVariableError&) {
+            ++n;
+          }
+          try {
+            engine_->wait_to_write(busy);
+          } catch (const StaleVariableError&) {
+            ++n;
+          }
+          stale.store(n - 2);
+        });
+        completer.join();
+        engine_->wait_for_all();
+      }
+      EXPECT_EQ(stale.load(), 2);
+    }
+  });
+}
+
+// A completing thread pushes more operations on what the awaited operation
+// writes than a schedule keeps in view, then one on another variable, and
+// waits for that one: it runs, and the many run after the completion, in
+// push order.
+TEST_P(CompletionThreadTest, ACompleterMayPushManyConflictingOperationsThenWaitForAnother) {
+  constexpr int kMany = 700;
+  run_with_timeout(60s, [&] {
+    VarHandle x = engine_->new_var();
+    VarHandle y = engine_->new_var();
+    std::uint64_t x_value = 1;  // guarded by x
+    int y_value = 0;            // guarded by y
+    std::atomic<int> seen{-1};
+    std::thread completer = push_completed_elsewhere(x, [&] {
+      for (int i = 0; i < kMany; ++i) {
+        engine_->push(
+            {.name = "on x", .ctx = cpu(i % 2), .writes = {x}, .fn = [&, i](const RunContext&) {
+               x_value = x_value * 3 + i;
+             }});
+      }
+      engine_->push({.name = "on y", .ctx = cpu(0), .writes = {y}, .fn = [&](const RunContext&) {
+                       y_value = 9;
+                     }});
+      engine_->wait_to_read(y);
+      seen.store(y_value);
+    });
+    completer.join();
+    engine_->wait_to_read(x);
+    std::uint64_t want = 1;
+    for (int i = 0; i < kMany; ++i) want = want * 3 + static_cast<std::uint64_t>(i);
+    EXPECT_EQ(seen.load(), 9);
+    EXPECT_EQ(x_value, want) << "the operations on x ran out of push order";
+    engine_->delete_var(x);
+    engine_->delete_var(y);
+  });
+}
+
+// Asynchronous operations pushed from several threads, each completed by a
+// thread that first waits for an earlier one's result (some also declare
+// it as a read) and for work of its own, complete in any order: on the
+// naive engine their awaits nest, and an inner one finishes outer ones.
+// The results match a serial replay.
+TEST_P(CompletionThreadTest, CompletersWaitingOnEachOtherMatchASerialReplay) {
+  constexpr int kOps = 24;
+  constexpr int kPushers = 3;
+  run_with_timeout(120s, [&] {
+    for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+      SCOPED_TRACE(::testing::Message() << "seed " << seed);
+      testing::Rng rng(seed);
+      std::vector<VarHandle> x(kOps);
+      std::vector<VarHandle> own(kOps);
+      std::vector<std::uint64_t> values(kOps, 0);      // values[i] guarded by x[i]
+      std::vector<std::uint64_t> own_values(kOps, 0);  // guarded by own[i]
+      std::vector<std::uint64_t> expected(kOps);
+      std::vector<int> waits_on(kOps, -1);
+      std::vector<bool> reads_it(kOps, false);
+      std::vector<bool> pushes_own(kOps, false);
+      std::vector<int> pause_us(kOps);
+      for (int i = 0; i < kOps; ++i) {
+        x[i] = engine_->new_var();
+        own[i] = engine_->new_var();
+        if (i > 0 && rng.chance(75)) waits_on[i] = rng.below(i);
+        reads_it[i] = waits_on[i] >= 0 && rng.chance(25);
+        pushes_own[i] = rng.chance(40);
+        pause_us[i] = rng.below(400);
+        const std::uint64_t base =
+            waits_on[i] >= 0 ? expected[static_cast<std::size_t>(waits_on[i])] * 31 : 7;
+        expected[i] = base + static_cast<std::uint64_t>(i) + (pushes_own[i] ? 1000 : 0);
+      }
+      std::vector<std::thread> completers(kOps);  // completers[i] set by closure i
+      std::vector<std::atomic<bool>> may_push(kOps + 1);
+      may_push[0].store(true);
+      auto complete = [&](int i, Completion done) {
+        std::uint64_t base = 7;
+        if (waits_on[i] >= 0) {
+          const auto j = static_cast<std::size_t>(waits_on[i]);
+          engine_->wait_to_read(x[j]);
+          base = values[j] * 31;
+        }
+        std::uint64_t extra = 0;
+        if (pushes_own[i]) {
+          engine_->push({.name = "own",
+                         .ctx = cpu(i % 2),
+                         .writes = {own[i]},
+                         .fn = [&, i](const RunContext&) { own_values[i] = 1000; }});
+          engine_->wait_to_read(own[i]);
+          extra = own_values[i];
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(pause_us[i]));
+        values[i] = base + static_cast<std::uint64_t>(i) + extra;
+        done.done();
+      };
+      std::vector<std::thread> pushers;
+      for (int t = 0; t < kPushers; ++t) {
+        pushers.emplace_back([&, t] {
+          for (int i = t; i < kOps; i += kPushers) {
+            while (!may_push[i].load()) std::this_thread::yield();
+            Operation op{.name = "A",
+                         .ctx = cpu(i % 2),
+                         .writes = {x[i]},
+                         .fn = [&, i](const RunContext&, Completion done) {
+                           may_push[i + 1].store(true);  // the naive engine's holder is here
+                           completers[i] = std::thread(complete, i, std::move(done));
+                         }};
+            if (reads_it[i]) op.reads = {x[static_cast<std::size_t>(waits_on[i])]};
+            engine_->push(std::move(op));
+            may_push[i + 1].store(true);
+          }
+        });
+      }
+      for (std::thread& t : pushers) t.join();
+      engine_->wait_for_all();
+      for (std::thread& t : completers) t.join();
+      for (int i = 0; i < kOps; ++i) {
+        EXPECT_EQ(values[i], expected[i]) << "operation " << i;
+        engine_->delete_var(x[i]);
+        engine_->delete_var(own[i]);
+      }
+    }
   });
 }
 
