@@ -1,10 +1,12 @@
 // The naive engine while its holder awaits another thread (Note [Lending the
-// naive engine] in naive_engine.h): pushes handed over, waits on idle
-// variables answered, and work a waiting thread needs run meanwhile.
+// naive engine] in naive_engine.h): asynchronous operations launched and
+// finished, pushes handed over, waits on idle variables answered, and work
+// a waiting thread needs run meanwhile.
 
 #include <algorithm>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -138,6 +140,73 @@ bool NaiveEngine::take_runnable(Deferred& out) {
     state_changed_.notify_all();
     return false;
   }
+}
+
+bool NaiveEngine::launch_async(OpBlock& block, const RunContext& rc, Await& await) {
+  std::optional<ScopedDevice> on_device;
+  try {
+    if (rc.stream != nullptr) on_device.emplace(*backend_, block.ctx.index);
+    if (block.profile() != nullptr && rc.stream != nullptr) [[unlikely]] {
+      rc.stream->enqueue_timestamp(&block.profile()->device_started);
+    }
+    block.extra().signal = &await.signal;
+    block.extras->engine = this;  // for its Completion
+  } catch (...) {
+    block.error = block.wrap(std::current_exception());
+    return false;
+  }
+  // From the closure's start: a thread it hands the Completion to may push
+  // before this thread is waiting (Note [Naive engine order]).
+  begin_await();
+  {
+    Completion completion = OpBlock::make_completion(&block);
+    try {
+      block.fn.body()(rc, &completion);
+    } catch (...) {
+      await.launch_error = std::current_exception();
+    }
+  }  // a Completion the closure did not take is dropped here: fails the op
+  if (block.profile() != nullptr) [[unlikely]]
+    block.profile()->returned = profiler_now();
+  block.stage.store(OperationStage::kLaunched, std::memory_order_relaxed);
+  return true;
+}
+
+void NaiveEngine::finish_async(Await& await) {
+  OpBlock& block = *await.item->op;
+  end_await();
+  try {
+    if (await.launch_error) std::rethrow_exception(await.launch_error);
+    if (await.signal.error) std::rethrow_exception(await.signal.error);
+    if (await.stream != nullptr) {
+      const ScopedDevice on_device(*backend_, block.ctx.index);
+      finish_on_device(block, *await.stream);
+    }
+  } catch (...) {
+    block.error = block.wrap(std::current_exception());
+  }
+  forget_running(block);
+  try {
+    complete(block, await.stream);
+  } catch (...) {  // as in run_item: maybe within another operation's await
+    errors_.record(std::current_exception());
+    notify_tracker(block, std::current_exception());
+  }
+  await.finished = true;
+  finish_ticket(await.item->ticket);
+  await.item->ticket_finished = true;
+}
+
+void NaiveEngine::finish_on_device(OpBlock& block, Stream& stream) {
+  if (block.profile() != nullptr) [[unlikely]] {
+    stream.enqueue_timestamp(&block.profile()->device_ended);
+  }
+  const std::uint64_t mark = stream.record();
+  await_device(stream, mark);
+  // Note [Errors of device work] in engine/stream.h: a failure is sticky,
+  // so every operation after it on this stream fails too.
+  if (std::exception_ptr device_error = stream.error_at(mark)) [[unlikely]]
+    std::rethrow_exception(device_error);
 }
 
 void NaiveEngine::await_completion(Await& mine) {
