@@ -182,22 +182,36 @@ void NaiveEngine::run_exclusively(Deferred first) {
   {
     std::unique_lock lock(state_mutex_);
     state_changed_.wait(lock, [&] { return !busy_ || awaiting_ > 0; });
-    if (busy_) make_room_for_one(handed_over_);
-    admit(first);
-    first.ticket = next_ticket_.fetch_add(1, std::memory_order_seq_cst);
     if (busy_) {  // the holder awaits another thread: maybe this one
       handed_over_.push_back(std::move(first));
+      try {
+        admit(handed_over_.back());
+      } catch (...) {
+        handed_over_.pop_back();
+        throw;
+      }
+      handed_over_.back().ticket = next_ticket_.fetch_add(1, std::memory_order_seq_cst);
       state_changed_.notify_all();  // a lent holder may run it
       throttle_handed_over(lock);
       return;
     }
+    admit(first);
+    first.ticket = next_ticket_.fetch_add(1, std::memory_order_seq_cst);
     busy_ = true;
   }
   owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
   run_item(first);
-  while (!deferred_.empty()) {
-    Deferred next = std::move(deferred_.front());
-    deferred_.pop_front();
+  // Then what the operations deferred and what was handed over while they
+  // awaited, in push order across both (each queue is in push order). No
+  // await goes on here, so no other thread touches either queue.
+  for (;;) {
+    const bool deferred =
+        !deferred_.empty() &&
+        (handed_over_.empty() || deferred_.front().ticket < handed_over_.front().ticket);
+    std::deque<Deferred>& queue = deferred ? deferred_ : handed_over_;
+    if (queue.empty()) break;
+    Deferred next = std::move(queue.front());
+    queue.pop_front();
     run_item(next);
   }
   owner_.store(std::thread::id(), std::memory_order_relaxed);

@@ -180,8 +180,7 @@ class NaiveEngine final : public Engine, public EngineCore {
   // Note [Lending the naive engine]:
   /// The holder starts awaiting another thread: pushes are handed over.
   void begin_await();
-  /// It stops; when no await is left, what was handed over joins
-  /// `deferred_`, all in push order.
+  /// It stops (nothing to allocate: it cannot fail).
   void end_await();
   /// Lends the engine until the innermost await's operation has completed
   /// and is finished, running what it may, and finishing outer awaits'
@@ -281,7 +280,9 @@ class NaiveEngine final : public Engine, public EngineCore {
   bool lent_ = false;
   int lent_waiters_ = 0;
   std::exception_ptr lent_failure_;
-  std::vector<Deferred> handed_over_;  // under state_mutex_
+  /// Pushed by other threads while the holder awaits, in push order: under
+  /// state_mutex_ while it awaits, the holder's alone once none is left.
+  std::deque<Deferred> handed_over_;
   /// The holder's innermost await, or null (the holder's).
   Await* awaits_ = nullptr;
   /// The thread holding the engine (busy_), while it holds it.

@@ -44,15 +44,10 @@ void NaiveEngine::begin_await() {
 }
 
 void NaiveEngine::end_await() {
+  // What was handed over stays where it is: the holder runs it, and what it
+  // deferred, in push order once no await is left (run_exclusively).
   const std::lock_guard lock(state_mutex_);
-  if (--awaiting_ > 0) return;  // an outer await goes on
-  if (handed_over_.empty()) return;
-  // Push order, whichever thread pushed: a push the closure deferred may
-  // come after one handed over meanwhile (Note [Naive engine order]).
-  for (Deferred& d : handed_over_) deferred_.push_back(std::move(d));
-  handed_over_.clear();
-  std::stable_sort(deferred_.begin(), deferred_.end(),
-                   [](const Deferred& a, const Deferred& b) { return a.ticket < b.ticket; });
+  --awaiting_;
 }
 
 bool NaiveEngine::free_after(const Deferred& item, UseMap& earlier) {
