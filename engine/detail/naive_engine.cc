@@ -322,7 +322,7 @@ void NaiveEngine::run(Deferred& item) {
     block.stage.store(OperationStage::kRunning, std::memory_order_relaxed);
     {
       std::lock_guard running_lock(running_mutex_);
-      running_.push_back(&block);
+      running_.push_back({&block, item.ticket});
     }
     WorkerIdentity& me = this_worker();
     const char* outer = std::exchange(me.running, block.name);
@@ -332,9 +332,14 @@ void NaiveEngine::run(Deferred& item) {
       const bool launched = launch_async(block, rc, await);
       me.running = outer;  // the wait below is ours, not the operation's
       if (launched) {
-        awaits_ = &await;
+        struct Nest {  // awaits_ names only live frames, whatever happens
+          Await*& innermost;
+          explicit Nest(Await*& top, Await& frame) : innermost(top) { innermost = &frame; }
+          ~Nest() { innermost = innermost->outer; }
+          Nest(const Nest&) = delete;
+          Nest& operator=(const Nest&) = delete;
+        } nest(awaits_, await);
         await_completion(await);  // finishes it, and its ticket
-        awaits_ = await.outer;
         return;
       }
     } else {
@@ -362,7 +367,8 @@ void NaiveEngine::run(Deferred& item) {
 void NaiveEngine::forget_running(const OpBlock& block) {
   // Innermost last; an outer asynchronous one may finish first (Await).
   const std::lock_guard running_lock(running_mutex_);
-  const auto it = std::find(running_.rbegin(), running_.rend(), &block);
+  const auto it = std::find_if(running_.rbegin(), running_.rend(),
+                               [&](const Running& r) { return r.op == &block; });
   if (it != running_.rend()) running_.erase(std::next(it).base());
 }
 
@@ -421,7 +427,7 @@ DependencyState NaiveEngine::dependency_state() {
   DependencyState state;
   state.counts = operation_counts();
   std::lock_guard lock(running_mutex_);
-  for (const OpBlock* op : running_) {
+  for (const auto& [op, ticket] : running_) {
     PendingOperation& p = state.operations.emplace_back();
     p.seq = op->seq;
     p.name = op->name;
@@ -450,6 +456,7 @@ bool NaiveEngine::finish_pending(std::chrono::milliseconds stall) {
   if (scheduler_ && !inside_own_operation()) {
     try {
       run_kept([] { return false; });
+      const std::lock_guard lock(state_mutex_);  // a lent holder may be picking
       scheduler_->write_record();
     } catch (const std::exception& e) {
       spdlog::error("engine: the controlled schedule stopped at exit: {}", e.what());
@@ -487,7 +494,8 @@ void NaiveEngine::check_not_running_here(const char* what) const {
   }
 }
 
-void NaiveEngine::rethrow_error_of(VarHandle var, const char* what, bool or_reads) {
+void NaiveEngine::rethrow_error_of(VarHandle var, const char* what, bool or_reads,
+                                   std::uint64_t below) {
   if (fork_check_.forked()) [[unlikely]]
     throw_fork_error(what);
   check_not_running_here(what);
@@ -496,10 +504,10 @@ void NaiveEngine::rethrow_error_of(VarHandle var, const char* what, bool or_read
   {
     std::unique_lock lock(state_mutex_);
     check_live(var, what);  // at once, even while an operation runs
-    // What runs now was pushed before; a lent engine's holder may await
-    // this thread (Note [Lending the naive engine]).
+    // A lent engine's holder may await this thread (Note [Lending the naive
+    // engine]); what was pushed since the wait began may wait for it too.
     state_changed_.wait(
-        lock, [&] { return !busy_ || (lent_ && !pending_use(var_block(var), or_reads)); });
+        lock, [&] { return !busy_ || (lent_ && !pending_use(var_block(var), or_reads, below)); });
     check_live(var, what);  // a deletion may have been admitted meanwhile
     if (busy_) {            // lent, and nothing pending uses `var`
       error = var_block(var)->error;
@@ -514,7 +522,8 @@ void NaiveEngine::rethrow_error_of(VarHandle var, const char* what, bool or_read
   if (error) std::rethrow_exception(error);
 }
 
-void NaiveEngine::run_kept_using(VarHandle var, const char* what, bool or_reads) {
+void NaiveEngine::run_kept_using(VarHandle var, const char* what, bool or_reads,
+                                 std::uint64_t below) {
   check_not_running_here(what);
   {
     // A stale handle throws before anything runs, as without a schedule:
@@ -524,18 +533,21 @@ void NaiveEngine::run_kept_using(VarHandle var, const char* what, bool or_reads)
   }
   const KeptWaiter waiting(kept_waiters_);
   run_kept([&] {
-    return !is_live(var_block(var), var.generation()) || !kept_uses(var_block(var), or_reads);
+    return !is_live(var_block(var), var.generation()) ||
+           !kept_uses(var_block(var), or_reads, below);
   });
 }
 
 void NaiveEngine::wait_to_read(VarHandle var) {
-  if (scheduler_ && var != nullptr) run_kept_using(var, "wait_to_read", false);
-  rethrow_error_of(var, "wait_to_read", false);
+  const std::uint64_t below = next_ticket_.load(std::memory_order_seq_cst);
+  if (scheduler_ && var != nullptr) run_kept_using(var, "wait_to_read", false, below);
+  rethrow_error_of(var, "wait_to_read", false, below);
 }
 
 void NaiveEngine::wait_to_write(VarHandle var) {
-  if (scheduler_ && var != nullptr) run_kept_using(var, "wait_to_write", true);
-  rethrow_error_of(var, "wait_to_write", true);
+  const std::uint64_t below = next_ticket_.load(std::memory_order_seq_cst);
+  if (scheduler_ && var != nullptr) run_kept_using(var, "wait_to_write", true, below);
+  rethrow_error_of(var, "wait_to_write", true, below);
 }
 
 void NaiveEngine::wait_for_all() {
@@ -553,6 +565,7 @@ void NaiveEngine::wait_for_all() {
     // Kept items are in push order.
     const KeptWaiter waiting(kept_waiters_);
     run_kept([&] { return kept_.empty() || kept_.front().ticket >= target; }, target);
+    const std::lock_guard lock(state_mutex_);  // a lent holder may be picking
     scheduler_->write_record();
   }
   if (finished_below_.load(std::memory_order_seq_cst) < target) {

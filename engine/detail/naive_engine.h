@@ -35,7 +35,9 @@
 // still under `state_mutex_`. Meanwhile:
 // - a wait on a variable nothing of that uses (writes, for wait_to_read)
 //   returns at once with the variable's error, as on the threaded engine,
-//   instead of waiting for the holder, which may wait for the waiter;
+//   instead of waiting for the holder, which may wait for the waiter; only
+//   what was pushed before the wait began counts (a ticket bound): a later
+//   push may itself wait for the awaited operation;
 // - awaiting a Completion, the holder runs a push, handed over or its own
 //   (deferred), that conflicts with nothing running and nothing pushed
 //   before it and not yet run (under a controlled schedule: the kept ones a
@@ -192,7 +194,9 @@ class NaiveEngine final : public Engine, public EngineCore {
   bool take_runnable(Deferred& out);
   /// True when an item not yet run or a running operation uses `var`
   /// (writes it, unless `or_reads`); state_mutex_ held, the engine lent.
-  bool pending_use(const VarBlock* var, bool or_reads) const;
+  /// Only what was pushed before ticket `below` counts: a wait is for what
+  /// was pushed before it began, as on the threaded engine.
+  bool pending_use(const VarBlock* var, bool or_reads, std::uint64_t below) const;
   /// True when `item` conflicts with a running operation.
   bool conflicts_with_running(const Deferred& item) const;
   /// Room for one more element in `items`, growing it as push_back would:
@@ -241,9 +245,10 @@ class NaiveEngine final : public Engine, public EngineCore {
   /// A wait under a controlled schedule: runs kept items until none uses
   /// `var` (writes it, unless `or_reads`); throws StaleVariableError at once
   /// for a deleted variable.
-  void run_kept_using(VarHandle var, const char* what, bool or_reads);
+  void run_kept_using(VarHandle var, const char* what, bool or_reads, std::uint64_t below);
   /// True when a kept item writes `var` (or, with `or_reads`, uses it at all).
-  bool kept_uses(const VarBlock* var, bool or_reads) const;
+  /// Only kept items pushed before ticket `below` count.
+  bool kept_uses(const VarBlock* var, bool or_reads, std::uint64_t below) const;
   /// Refuses `item` if it names a deleted variable, and counts it; a deletion
   /// makes its variable's handles stale at once. Under `state_mutex_`, just
   /// before `item` is queued: no deletion comes between the check and the
@@ -257,7 +262,9 @@ class NaiveEngine final : public Engine, public EngineCore {
   /// [Variable generations] in var_block.h). Deletions are admitted under
   /// state_mutex_, and none while the engine is held: `var` stays live
   /// until release().
-  void rethrow_error_of(VarHandle var, const char* what, bool or_reads);
+  /// Only what was pushed before ticket `below` (read when the wait began)
+  /// is waited for.
+  void rethrow_error_of(VarHandle var, const char* what, bool or_reads, std::uint64_t below);
   /// check_not_inside_operation, and no wait from a deleter (it holds the lock).
   void check_not_running_here(const char* what) const;
 
@@ -309,7 +316,11 @@ class NaiveEngine final : public Engine, public EngineCore {
   std::atomic<std::uint64_t> pushed_{0};
   std::atomic<std::uint64_t> completed_{0};
   std::mutex running_mutex_;
-  std::vector<const OpBlock*> running_;
+  struct Running {
+    const OpBlock* op;
+    std::uint64_t ticket;
+  };
+  std::vector<Running> running_;
   /// A controlled schedule's picks, or null; its kept pushes in push order
   /// (under state_mutex_).
   std::unique_ptr<Scheduler> scheduler_;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <exception>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -31,6 +32,13 @@ template <typename Item, typename Deps>
 bool conflicts_with_deps(const Item& item, const Deps& deps) {
   return std::any_of(deps.begin(), deps.end(),
                      [&](const Dep& d) { return item_uses(item, d.var, is_write(d.access)); });
+}
+
+/// The same between two pushes not yet run.
+template <typename Item>
+bool conflicts(const Item& a, const Item& b) {
+  if (!b.op) return item_uses(a, var_block(b.deleted), true);
+  return conflicts_with_deps(a, b.op->deps);
 }
 
 }  // namespace
@@ -73,12 +81,15 @@ bool NaiveEngine::free_after(const Deferred& item, UseMap& earlier) {
 bool NaiveEngine::conflicts_with_running(const Deferred& item) const {
   // Only the holder changes running_, and not while the engine is lent.
   return std::any_of(running_.begin(), running_.end(),
-                     [&](const OpBlock* op) { return conflicts_with_deps(item, op->deps); });
+                     [&](const Running& r) { return conflicts_with_deps(item, r.op->deps); });
 }
 
-bool NaiveEngine::pending_use(const VarBlock* var, bool or_reads) const {
-  auto uses = [&](const Deferred& item) { return item_uses(item, var, or_reads); };
-  for (const OpBlock* op : running_) {
+bool NaiveEngine::pending_use(const VarBlock* var, bool or_reads, std::uint64_t below) const {
+  auto uses = [&](const Deferred& item) {
+    return item.ticket < below && item_uses(item, var, or_reads);
+  };
+  for (const auto& [op, ticket] : running_) {
+    if (ticket >= below) continue;
     for (const Dep& d : op->deps) {
       if (d.var == var && (or_reads || is_write(d.access))) return true;
     }
@@ -92,15 +103,33 @@ bool NaiveEngine::take_runnable(Deferred& out) {
   if (!scheduler_) {
     // The first push, deferred or handed over, in push order (each queue
     // is), that conflicts with nothing running and with no push before it.
+    // What earlier ones use is noted as the scan goes; without memory for
+    // that, it compares pairs instead (the await cannot fail: Note [Lending
+    // the naive engine]).
     UseMap& earlier = ready_scratch_;
     earlier.clear();
+    bool indexed = true;
+    auto free_of_earlier = [&](const Deferred& item) {
+      if (indexed) {
+        try {
+          return free_after(item, earlier);
+        } catch (const std::bad_alloc&) {
+          indexed = false;
+        }
+      }
+      auto before_and_conflicting = [&](const Deferred& e) {
+        return e.ticket < item.ticket && conflicts(item, e);
+      };
+      return std::none_of(deferred_.begin(), deferred_.end(), before_and_conflicting) &&
+             std::none_of(handed_over_.begin(), handed_over_.end(), before_and_conflicting);
+    };
     auto d = deferred_.begin();
     auto h = handed_over_.begin();
     while (d != deferred_.end() || h != handed_over_.end()) {
       const bool deferred =
           h == handed_over_.end() || (d != deferred_.end() && d->ticket < h->ticket);
       Deferred& item = deferred ? *d : *h;
-      if (free_after(item, earlier) && !conflicts_with_running(item)) {
+      if (free_of_earlier(item) && !conflicts_with_running(item)) {
         out = std::move(item);
         if (deferred) {
           deferred_.erase(d);
@@ -169,6 +198,7 @@ bool NaiveEngine::launch_async(OpBlock& block, const RunContext& rc, Await& awai
 
 void NaiveEngine::finish_async(Await& await) {
   OpBlock& block = *await.item->op;
+  await.finished = true;
   end_await();
   try {
     if (await.launch_error) std::rethrow_exception(await.launch_error);
@@ -187,7 +217,6 @@ void NaiveEngine::finish_async(Await& await) {
     errors_.record(std::current_exception());
     notify_tracker(block, std::current_exception());
   }
-  await.finished = true;
   finish_ticket(await.item->ticket);
   await.item->ticket_finished = true;
 }
@@ -205,9 +234,12 @@ void NaiveEngine::finish_on_device(OpBlock& block, Stream& stream) {
 }
 
 void NaiveEngine::await_completion(Await& mine) {
+  // Returns only once mine's Completion came: its frame, and the signal the
+  // completing thread tells, live until then. What fails on the way (no
+  // memory for the bookkeeping) is thrown after.
+  std::exception_ptr failure;
   std::unique_lock lock(state_mutex_);
-  for (;;) {
-    if (mine.finished) break;  // by an await nested in this one
+  while (!mine.finished) {  // else by an await nested in this one
     // The innermost first: an outer await whose completion came is finished
     // here, since its frame runs only once this one returns.
     Await* completed = nullptr;
@@ -216,19 +248,19 @@ void NaiveEngine::await_completion(Await& mine) {
       const std::lock_guard signal_lock(a->signal.mutex);
       if (a->signal.done) completed = a;  // set by complete_async under state_mutex_
     }
-    if (completed != nullptr) {
+    Deferred next;
+    if (completed != nullptr || take_runnable(next)) {
       lent_ = false;  // from here the holder changes its queues
       lock.unlock();
-      finish_async(*completed);
-      if (completed == &mine) return;
-      lock.lock();
-      continue;
-    }
-    Deferred next;
-    if (take_runnable(next)) {
-      lent_ = false;
-      lock.unlock();
-      run_item(next);
+      try {
+        if (completed != nullptr) {
+          finish_async(*completed);
+        } else {
+          run_item(next);
+        }
+      } catch (...) {
+        if (!failure) failure = std::current_exception();
+      }
       lock.lock();
       continue;
     }
@@ -239,6 +271,8 @@ void NaiveEngine::await_completion(Await& mine) {
     state_changed_.wait(lock);
   }
   lent_ = false;
+  lock.unlock();
+  if (failure) std::rethrow_exception(failure);
 }
 
 void NaiveEngine::await_device(Stream& stream, std::uint64_t mark) {

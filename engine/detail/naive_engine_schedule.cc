@@ -65,8 +65,9 @@ std::vector<std::uint64_t> NaiveEngine::ready_kept(bool lent) const {
   return ready;
 }
 
-bool NaiveEngine::kept_uses(const VarBlock* var, bool or_reads) const {
+bool NaiveEngine::kept_uses(const VarBlock* var, bool or_reads, std::uint64_t below) const {
   for (const Deferred& item : kept_) {
+    if (item.ticket >= below) break;  // in push order
     if (!item.op) {
       if (var_block(item.deleted) == var) return true;
       continue;

@@ -26,9 +26,15 @@ namespace {
 
 /// While set, every allocation of this thread throws std::bad_alloc.
 thread_local bool t_out_of_memory = false;
+/// So many of this thread's next allocations throw std::bad_alloc.
+thread_local int t_failures_left = 0;
 
 void* allocate(std::size_t size, std::size_t alignment) {
   if (t_out_of_memory) throw std::bad_alloc();
+  if (t_failures_left > 0) {
+    --t_failures_left;
+    throw std::bad_alloc();
+  }
   size = size == 0 ? 1 : size;
   void* p = alignment <= alignof(std::max_align_t)
                 ? std::malloc(size)
@@ -272,6 +278,57 @@ TEST(NaiveEngineAllocationFailure, APushDeferredInsideAnOperationWithoutMemoryIs
     EXPECT_EQ(counts.completed, counts.pushed);
     EXPECT_EQ(counts.pushed, static_cast<std::uint64_t>(1 + 64 - failed));
     e.delete_var(v);
+  });
+}
+
+TEST(NaiveEngineAllocationFailure, ALentHolderWithoutMemoryStillAwaitsTheCompletion) {
+  // While an asynchronous operation awaits its Completion, the naive
+  // engine's thread runs what the completing thread waits for (Note
+  // [Lending the naive engine]); the bookkeeping of that may need memory.
+  // Without it, the operation still completes only when its Completion
+  // comes, and what the completing thread waits for still runs.
+  run_with_timeout(60s, [] {
+    EngineConfig config = EngineConfig::defaults();
+    config.kind = EngineKind::kNaive;
+    config.sim_gpus = 0;
+    auto engine = make_engine(config);
+    Engine& e = *engine;
+    VarHandle x = e.new_var();
+    VarHandle w = e.new_var();
+    for (int failures = 1; failures <= 3; ++failures) {
+      SCOPED_TRACE(::testing::Message() << failures << " allocations failing");
+      std::atomic<bool> done_called{false};
+      std::atomic<bool> w_seen{false};
+      std::thread completer;
+      e.push({.name = "async",
+              .ctx = cpu(0),
+              .writes = {x},
+              .fn = [&](const RunContext&, Completion done) {
+                completer = std::thread([&, done = std::move(done)]() mutable {
+                  std::this_thread::sleep_for(20ms);  // the engine's thread awaits by now
+                  e.push({.name = "w", .ctx = cpu(1), .writes = {w}, .fn = [](const RunContext&) {}});
+                  try {
+                    e.wait_to_read(w);
+                  } catch (const std::bad_alloc&) {  // "w" met the failures itself
+                  }
+                  w_seen.store(true);
+                  std::this_thread::sleep_for(20ms);
+                  done_called.store(true);
+                  done.done();
+                });
+                t_failures_left = failures;  // this thread's next ones: its await's
+              }});
+      t_failures_left = 0;
+      EXPECT_TRUE(done_called.load()) << "the push returned before the Completion came";
+      EXPECT_TRUE(w_seen.load());
+      completer.join();
+      try {
+        e.wait_to_read(x);
+      } catch (const std::bad_alloc&) {  // the bookkeeping's failure, reported on x
+      }
+    }
+    e.delete_var(x);
+    e.delete_var(w);
   });
 }
 

@@ -12,6 +12,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <stdexcept>
 #include <thread>
 
@@ -352,6 +353,76 @@ TEST_P(CompletionThreadTest, ACompleterMayWaitForAnotherAsynchronousOperation) {
     engine_->wait_to_read(y);
     EXPECT_EQ(seen_by_b.load(), 5) << "B's completer saw x before A completed";
     for (VarHandle v : {x, y, d}) engine_->delete_var(v);
+  });
+}
+
+// A completing thread's wait is for what was pushed before it began: a
+// write pushed meanwhile that waits for the operation being completed does
+// not hold it up (it would wait forever), nor do writes that keep coming
+// while the thread waits again and again.
+TEST_P(CompletionThreadTest, ACompletersWaitIsNotHeldUpByLaterPushes) {
+  run_with_timeout(60s, [&] {
+    VarHandle busy = engine_->new_var();
+    VarHandle y = engine_->new_var();
+    std::uint64_t y_value = 0;  // guarded by y
+    std::atomic<bool> waiting{false};
+    std::atomic<std::uint64_t> seen{0};
+    std::thread pusher([&] {
+      while (!waiting.load()) std::this_thread::yield();
+      std::this_thread::sleep_for(10ms);  // while the completer waits
+      engine_->push({.name = "later",
+                     .ctx = cpu(0),
+                     .reads = {busy},
+                     .writes = {y},
+                     .fn = [&](const RunContext&) { y_value = y_value * 10 + 2; }});
+    });
+    std::thread completer = push_completed_elsewhere(busy, [&] {
+      engine_->push({.name = "first", .ctx = cpu(1), .writes = {y}, .fn = [&](const RunContext&) {
+                       std::this_thread::sleep_for(50ms);  // still running when "later" comes
+                       y_value = 1;
+                     }});
+      waiting.store(true);
+      engine_->wait_to_read(y);
+      seen.store(y_value);
+    });
+    completer.join();
+    pusher.join();
+    engine_->wait_to_read(y);
+    EXPECT_EQ(seen.load(), 1U);
+    EXPECT_EQ(y_value, 12U) << "\"later\" ran before \"first\"";
+
+    VarHandle busy2 = engine_->new_var();
+    VarHandle z = engine_->new_var();
+    std::uint64_t z_value = 0;  // guarded by z
+    std::atomic<bool> stop{false};
+    std::atomic<int> pushed{0};
+    std::thread producer([&] {
+      for (int k = 1; !stop.load(); ++k) {
+        engine_->push(
+            {.name = "steady", .ctx = cpu(k % 2), .writes = {z}, .fn = [&, k](const RunContext&) {
+               z_value = z_value * 31 + static_cast<std::uint64_t>(k);
+             }});
+        pushed.store(k);
+        std::this_thread::sleep_for(200us);
+      }
+    });
+    std::atomic<int> waits{0};
+    std::thread completer2 = push_completed_elsewhere(busy2, [&] {
+      for (int i = 0; i < 30; ++i) {
+        engine_->wait_to_write(z);
+        waits.fetch_add(1);
+        std::this_thread::sleep_for(1ms);
+      }
+    });
+    completer2.join();
+    stop.store(true);
+    producer.join();
+    engine_->wait_to_read(z);
+    std::uint64_t want = 0;
+    for (int k = 1; k <= pushed.load(); ++k) want = want * 31 + static_cast<std::uint64_t>(k);
+    EXPECT_EQ(waits.load(), 30);
+    EXPECT_EQ(z_value, want);
+    for (VarHandle v : {busy, y, busy2, z}) engine_->delete_var(v);
   });
 }
 
