@@ -306,7 +306,8 @@ TEST(NaiveEngineAllocationFailure, ALentHolderWithoutMemoryStillAwaitsTheComplet
               .fn = [&](const RunContext&, Completion done) {
                 completer = std::thread([&, done = std::move(done)]() mutable {
                   std::this_thread::sleep_for(20ms);  // the engine's thread awaits by now
-                  e.push({.name = "w", .ctx = cpu(1), .writes = {w}, .fn = [](const RunContext&) {}});
+                  e.push(
+                      {.name = "w", .ctx = cpu(1), .writes = {w}, .fn = [](const RunContext&) {}});
                   try {
                     e.wait_to_read(w);
                   } catch (const std::bad_alloc&) {  // "w" met the failures itself
