@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <new>
 #include <optional>
 #include <random>
@@ -248,16 +249,20 @@ TEST_P(AllocationFailureTest, AWaitOrDeletionWithoutMemoryLeavesTheVariableAsItW
   });
 }
 
+std::unique_ptr<Engine> make_naive_engine() {
+  EngineConfig config = EngineConfig::defaults();
+  config.kind = EngineKind::kNaive;
+  config.sim_gpus = 0;
+  return make_engine(config);
+}
+
 TEST(NaiveEngineAllocationFailure, APushDeferredInsideAnOperationWithoutMemoryIsNotPushed) {
   // The naive engine runs a push at once, in the pushing thread (and an
   // operation that runs out of memory fails like any other); a push from
   // inside an operation is queued to run after it, and that queueing is
   // what may need memory here.
   run_with_timeout(60s, [] {
-    EngineConfig config = EngineConfig::defaults();
-    config.kind = EngineKind::kNaive;
-    config.sim_gpus = 0;
-    auto engine = make_engine(config);
+    auto engine = make_naive_engine();
     Engine& e = *engine;
     VarHandle v = e.new_var();
     std::vector<int> order;
@@ -288,10 +293,7 @@ TEST(NaiveEngineAllocationFailure, ALentHolderWithoutMemoryStillAwaitsTheComplet
   // Without it, the operation still completes only when its Completion
   // comes, and what the completing thread waits for still runs.
   run_with_timeout(60s, [] {
-    EngineConfig config = EngineConfig::defaults();
-    config.kind = EngineKind::kNaive;
-    config.sim_gpus = 0;
-    auto engine = make_engine(config);
+    auto engine = make_naive_engine();
     Engine& e = *engine;
     VarHandle x = e.new_var();
     VarHandle w = e.new_var();
@@ -319,6 +321,7 @@ TEST(NaiveEngineAllocationFailure, ALentHolderWithoutMemoryStillAwaitsTheComplet
                 });
                 t_failures_left = failures;  // this thread's next ones: its await's
               }});
+      EXPECT_LT(t_failures_left, failures) << "no allocation failed: the test did not test";
       t_failures_left = 0;
       EXPECT_TRUE(done_called.load()) << "the push returned before the Completion came";
       EXPECT_TRUE(w_seen.load());
