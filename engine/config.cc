@@ -209,6 +209,69 @@ std::string EngineConfig::sim_gpus_text() const {
   return fmt::format("{}:{}{}", sim_gpus, sim_model->name, sim_timing_only ? ":timing" : "");
 }
 
+void EngineConfig::check() const {
+  const auto require = [](bool ok, const char* variable, const char* field, std::string expected,
+                          std::string got) {
+    if (ok) return;
+    throw ConfigError(variable, fmt::format("EngineConfig: {} ({}): expected {}, got {}", field,
+                                            variable, expected, got));
+  };
+  require(cpu_workers >= 1 && cpu_workers <= 1024, "TAGFLOW_CPU_WORKERS", "cpu_workers",
+          "1 to 1024 worker threads", std::to_string(cpu_workers));
+  require(sim_gpus >= 0 && sim_gpus <= 64, "TAGFLOW_SIM_GPUS", "sim_gpus", "0 to 64",
+          std::to_string(sim_gpus));
+  require(!(sim_model.has_value() || sim_timing_only) || sim_gpus > 0, "TAGFLOW_SIM_GPUS",
+          "sim_model", "simulated GPUs (sim_gpus > 0) for a device model", "sim_gpus = 0");
+  require(!sim_timing_only || sim_model.has_value(), "TAGFLOW_SIM_GPUS", "sim_timing_only",
+          "a device model to time the kernels with", "none");
+  require(worker_spin >= 0, "TAGFLOW_WORKER_SPIN", "worker_spin", "0 or more polls",
+          std::to_string(worker_spin));
+  require(max_pending >= 0, "TAGFLOW_MAX_PENDING_OPS", "max_pending", "0 (no limit) or more",
+          std::to_string(max_pending));
+  require(memory_limit <= (std::uint64_t{1} << 50), "TAGFLOW_MEMORY_LIMIT", "memory_limit",
+          "at most 2^50 bytes (0: the device's own limit)", std::to_string(memory_limit));
+  require(dump_signal == 0 || dump_signal == SIGUSR1 || dump_signal == SIGUSR2,
+          "TAGFLOW_DUMP_SIGNAL", "dump_signal", "0 (off), SIGUSR1 or SIGUSR2",
+          std::to_string(dump_signal));
+  require(watchdog_seconds >= 0 && watchdog_seconds <= 1e6, "TAGFLOW_WATCHDOG", "watchdog_seconds",
+          "seconds in [0, 1e6] (0: off)", fmt::format("{}", watchdog_seconds));
+  require(exit_timeout_seconds >= 0 && exit_timeout_seconds <= 1e6, "TAGFLOW_EXIT_TIMEOUT",
+          "exit_timeout_seconds", "seconds in [0, 1e6] (0: do not wait)",
+          fmt::format("{}", exit_timeout_seconds));
+  require(kind == EngineKind::kNaive || !schedule.controlled(), "TAGFLOW_ENGINE", "kind",
+          fmt::format("the naive engine for the controlled schedule {}", schedule.str()),
+          "threaded");
+  static constexpr std::string_view kLevels[] = {"trace", "debug",    "info", "warn",
+                                                 "error", "critical", "off"};
+  bool known = false;
+  for (auto l : kLevels) known = known || l == log_level;
+  require(known, "TAGFLOW_LOG_LEVEL", "log_level",
+          "trace, debug, info, warn, error, critical or off", fmt::format("\"{}\"", log_level));
+}
+
+std::vector<ConfigSetting> EngineConfig::sources(bool from_code) const {
+  const auto mine = describe();
+  const auto machine = defaults().describe();
+  std::vector<std::pair<std::string, std::string>> environment = machine;
+  try {
+    environment = from_env().describe();
+  } catch (const Error&) {
+    // A malformed variable: the environment gave nothing usable.
+  }
+  std::vector<ConfigSetting> settings;
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    const std::string& value = mine[i].second;
+    const char* source = "default";
+    if (from_code && value != environment[i].second) {
+      source = "code";
+    } else if (value != machine[i].second) {
+      source = "environment";
+    }
+    settings.push_back({mine[i].first, value, source});
+  }
+  return settings;
+}
+
 std::vector<std::pair<std::string, std::string>> EngineConfig::describe() const {
   return {
       {"TAGFLOW_ENGINE", to_string(kind)},

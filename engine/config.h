@@ -1,6 +1,15 @@
 #pragma once
-// EngineConfig: every tunable of the runtime, read once from the
-// environment, logged at start-up and listed by `tagflow info`.
+// EngineConfig: every tunable of the runtime, read once, logged at start-up
+// and listed by `tagflow info` with where each value came from. The
+// process-wide engine takes it from the environment (from_env()), or from
+// code through Engine::configure() before its first use:
+//
+//   EngineConfig config = EngineConfig::from_env();  // the environment as defaults
+//   config.cpu_workers = 4;
+//   config.set_sim_gpus("2");
+//   Engine::configure(config);                        // before any array or network
+//
+// Threads: concurrent reads, exclusive writes (a value).
 
 #include <cstdint>
 #include <optional>
@@ -30,6 +39,13 @@ enum class ConvTf32 { kAllow, kForbid };
 /// (kDirect: every result within float32's bound for sums in any order); or
 /// always by lowering (kIm2col).
 enum class CpuConv { kAuto, kDirect, kIm2col };
+
+/// One setting as `tagflow info` lists it.
+struct ConfigSetting {
+  std::string variable;  ///< its environment variable: "TAGFLOW_CPU_WORKERS"
+  std::string value;     ///< as describe() spells it: "4"
+  std::string source;    ///< "default", "environment" or "code"
+};
 
 struct EngineConfig {
   /// TAGFLOW_ENGINE: "threaded" (default) or "naive" (runs every push
@@ -100,9 +116,18 @@ struct EngineConfig {
   std::string sim_gpus_text() const;
   /// The defaults for this machine, ignoring the environment.
   static EngineConfig defaults();
+  /// Throws ConfigError naming the first setting out of the range its
+  /// environment variable accepts (cpu_workers 0, a log level "loud", a
+  /// controlled schedule on the threaded engine, ...).
+  void check() const;
 
   /// (environment variable, effective value) pairs, in a stable order.
   std::vector<std::pair<std::string, std::string>> describe() const;
+  /// describe(), with where each value came from: for a configuration set
+  /// from code (`from_code`: Engine::configure), "code" where it differs from
+  /// what the environment gives; otherwise "environment" where the value is
+  /// not this machine's default, "default" where it is.
+  std::vector<ConfigSetting> sources(bool from_code) const;
 };
 
 const char* to_string(EngineKind kind);

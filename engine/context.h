@@ -1,5 +1,8 @@
 #pragma once
 // Context: the device an array lives on and an operation runs on.
+//
+// Threads: concurrent reads, exclusive writes (a value, as an int). parse()
+// and the functions here keep no state.
 
 #include <compare>
 #include <cstddef>

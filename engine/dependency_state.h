@@ -7,6 +7,9 @@
 //   const DependencyState state = Engine::get().dependency_state();
 //   for (const PendingOperation* op : state.blockers()) { ... }
 //   std::fputs(state.describe().c_str(), stderr);
+//
+// Threads: concurrent reads, exclusive writes. A DependencyState is a
+// snapshot, a value (as a std::vector), as are the structs in it.
 
 #include <cstddef>
 #include <cstdint>

@@ -10,6 +10,10 @@
 //   config.sim_model = DeviceModel::builtin("h100-sxm");   // or from_file("my-card.json")
 //   auto engine = make_engine(config);
 //
+// Threads: concurrent reads, exclusive writes. DeviceModel and the structs
+// here are values (as a std::string); builtin(), from_file() and the other
+// static functions keep no state and may be called from any thread.
+//
 // Note [Modelled time]
 // A simulated GPU with a model keeps a virtual clock per stream, in
 // nanoseconds from the engine's start, and runs its work in stream order as

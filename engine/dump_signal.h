@@ -6,6 +6,8 @@
 //
 // The process-wide engine installs it when it starts (TAGFLOW_DUMP_SIGNAL,
 // SIGUSR1 by default), unless the program already handles that signal.
+//
+// Threads: safe to call concurrently. install_dump_signal() takes a lock.
 
 namespace tagflow {
 

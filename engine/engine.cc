@@ -1,8 +1,10 @@
 #include "engine/engine.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <string>
@@ -112,6 +114,8 @@ namespace {
 /// destroyed (Note [Engine lifetime] in engine.h).
 struct ProcessEngine {
   std::unique_ptr<Engine> engine;
+  /// Its configuration came from Engine::configure().
+  bool configured_from_code = false;
   detail::EngineCore* core = nullptr;
   std::unique_ptr<Watchdog> watchdog;
   detail::ForkCheck fork_check;
@@ -156,13 +160,31 @@ void finish_at_exit() {
   }
 }
 
+/// What Engine::configure() set and whether the process engine has started:
+/// one lock for both, so a configure() racing the first get() either is
+/// taken or throws.
+struct StartingConfig {
+  std::mutex mutex;
+  std::optional<EngineConfig> from_code;
+  std::atomic<bool> started{false};
+};
+
+StartingConfig& starting_config() {
+  static auto* const config = new StartingConfig();  // lives for the process, as the engine
+  return *config;
+}
+
 ProcessEngine* start_process_engine() {
-  EngineConfig config = EngineConfig::from_env();
+  StartingConfig& starting = starting_config();
+  std::lock_guard lock(starting.mutex);
+  const bool from_code = starting.from_code.has_value();
+  EngineConfig config = from_code ? *starting.from_code : EngineConfig::from_env();
   // spdlog first: its registry, made here at the latest, then outlives the
   // exit hook registered below (objects and hooks go in reverse order).
   spdlog::set_level(spdlog::level::from_str(config.log_level));
   for (const auto& [name, value] : config.describe()) spdlog::info("config {}={}", name, value);
   auto p = std::make_unique<ProcessEngine>();
+  p->configured_from_code = from_code;
   p->engine = make_engine(config);
   p->core = dynamic_cast<detail::EngineCore*>(p->engine.get());
   spdlog::info("engine: {} with {} GPU(s)", to_string(config.kind), p->engine->num_gpus());
@@ -177,6 +199,7 @@ ProcessEngine* start_process_engine() {
   g_process = p.release();
   TAGFLOW_CHECK(std::atexit(finish_at_exit) == 0,
                 "engine: expected to register the exit hook, std::atexit failed");
+  starting.started.store(true, std::memory_order_release);
   return g_process;
 }
 
@@ -186,6 +209,39 @@ Engine& Engine::get() {
   // Never destroyed, reachable from here (Note [Engine lifetime]).
   static Engine* const engine = start_process_engine()->engine.get();
   return *engine;
+}
+
+void Engine::configure(const EngineConfig& config) {
+  config.check();
+  StartingConfig& starting = starting_config();
+  std::lock_guard lock(starting.mutex);
+  if (!starting.started.load(std::memory_order_acquire)) {
+    starting.from_code = config;
+    return;
+  }
+  const auto running = g_process->engine->config().describe();
+  const auto asked = config.describe();
+  std::string differences;
+  std::string first;
+  for (std::size_t i = 0; i < running.size(); ++i) {
+    if (running[i].second == asked[i].second) continue;
+    if (first.empty()) first = running[i].first;
+    differences += fmt::format("{}{} runs with {}, asked for {}", differences.empty() ? "" : "; ",
+                               running[i].first, running[i].second, asked[i].second);
+  }
+  if (differences.empty()) return;
+  throw ConfigError(first, fmt::format("Engine::configure: the process-wide engine has already "
+                                       "started, and its configuration cannot change: {}. Call "
+                                       "configure() before the first array, network or "
+                                       "Engine::get()",
+                                       differences));
+}
+
+bool Engine::started() { return starting_config().started.load(std::memory_order_acquire); }
+
+std::vector<ConfigSetting> Engine::settings() {
+  const Engine& engine = get();
+  return engine.config().sources(g_process->configured_from_code);
 }
 
 std::vector<std::pair<std::string, std::string>> build_info() { return detail::build_info(); }

@@ -20,15 +20,23 @@
 //   if (flushed.done()) { ... }   // polls
 //   flushed.wait();               // blocks; rethrows what wait_to_read would
 //
+// Threads: safe to call concurrently. push, new_var, delete_var and the waits
+// may be called from any thread, and pushing from inside an operation is
+// fine; a wait from inside an operation throws WaitInsideOperationError
+// instead of deadlocking.
+//
 // Note [Errors on variables]
 // An operation that throws has its exception, wrapped in OperationError with
 // the operation's name and context, stored on every variable it writes.
 // Operations that read such a variable (including those listing it in both
 // `reads` and `writes`) are skipped and store the same error on what they
 // write, so the error reaches exactly the waits that depend on the failure.
-// `wait_to_read` / `wait_to_write` rethrow the variable's error;
-// `wait_for_all` rethrows the first error raised since the previous
-// `wait_for_all` returned (every thread waiting at that moment sees it).
+// `wait_to_read` / `wait_to_write` rethrow the variable's error, each time
+// they are asked; `wait_for_all` rethrows the first error raised since the
+// previous `wait_for_all` returned that no wait has rethrown (every thread
+// waiting at that moment sees it), so an error caught from `wait_to_read`
+// does not come back from it, nor from the warning at exit (Note [Errors
+// seen by wait_for_all] in engine/detail/error_report.h).
 // An operation that only writes a variable overwrites it: when it succeeds,
 // the variable's error is cleared. Device work that fails after its GPU
 // operation completed reaches the variables the same way (Note [Errors of
@@ -99,10 +107,29 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  /// The process-wide engine, built on first use from EngineConfig::from_env()
-  /// and never destroyed; at exit it first finishes the work pushed so far
-  /// (Note [Engine lifetime]).
+  /// The process-wide engine, built on first use from the configuration
+  /// given to configure(), or else from EngineConfig::from_env(), and never
+  /// destroyed; at exit it first finishes the work pushed so far (Note
+  /// [Engine lifetime]).
   static Engine& get();
+  /// Sets the configuration the process-wide engine starts with, in place
+  /// of the environment's: call it before anything uses get() (an array, a
+  /// network, num_gpus()). Start from EngineConfig::from_env() to keep the
+  /// environment's values as defaults (engine/config.h). Throws ConfigError
+  /// naming the setting for a value out of range, and, once the engine has
+  /// started, naming each setting that differs from what it runs with (the
+  /// same settings again change nothing). Safe to call from several threads:
+  /// the last call before the engine starts is the one it takes.
+  ///
+  ///   EngineConfig config = EngineConfig::from_env();
+  ///   config.set_sim_gpus("2");
+  ///   Engine::configure(config);
+  static void configure(const EngineConfig& config);
+  /// Whether the process-wide engine has started. Never starts it.
+  static bool started();
+  /// The process-wide engine's settings (starting it), each with where its
+  /// value came from: "code", "environment" or "default" (`tagflow info`).
+  static std::vector<ConfigSetting> settings();
 
   /// A new variable, with no pending operation. Throws ForkError in a child
   /// forked after the engine started (Note [Engine lifetime]), as do push,
@@ -138,9 +165,8 @@ class Engine {
   /// done(), waited on with wait() (rethrowing the error wait_to_read on a
   /// variable it writes would), or given callbacks with on_done(). Costs one
   /// small allocation; untracked pushes pay one null-pointer test for it
-  /// (Note [Operation handles] in engine/detail/operation_state.h). The
-  /// handle does not consume the operation's error: wait_for_all still
-  /// reports it.
+  /// (Note [Operation handles] in engine/detail/operation_state.h). An error
+  /// rethrown by the handle's wait() is not reported again by wait_for_all.
   ///
   ///   OperationHandle h = engine.push_tracked({.name = "step", .ctx = gpu(0), ...});
   ///   h.wait();
@@ -155,8 +181,10 @@ class Engine {
   /// Blocks until every operation pushed before the call has completed (and
   /// device work has finished); operations other threads push meanwhile do
   /// not hold it up. Rethrows the first error raised since the previous
-  /// wait_for_all returned, on any thread; threads waiting at the same time
-  /// all see it (Note [Errors seen by wait_for_all] in detail/error_report.h).
+  /// wait_for_all returned, on any thread, that no wait_to_read,
+  /// wait_to_write or handle wait() has rethrown; threads waiting at the same
+  /// time all see it (Note [Errors seen by wait_for_all] in
+  /// detail/error_report.h).
   virtual void wait_for_all() = 0;
 
   /// Operations pushed and completed so far; cheap, for progress checks.

@@ -1,5 +1,9 @@
 #pragma once
 // The error types tagflow throws, and the one check helper used everywhere.
+//
+// Threads: safe to call concurrently. An error is immutable once thrown, so
+// the one stored on a variable may be rethrown and read by several waiting
+// threads at once.
 
 #include <exception>
 #include <stdexcept>
@@ -70,6 +74,20 @@ class ForkError : public Error {
 class NotComputedError : public Error {
  public:
   using Error::Error;
+};
+
+/// A configuration the engine cannot take: a setting out of range, or
+/// Engine::configure() called once the process-wide engine has started with
+/// other settings. `setting()` names the first one concerned, as its
+/// environment variable ("TAGFLOW_CPU_WORKERS").
+class ConfigError : public Error {
+ public:
+  ConfigError(std::string setting, const std::string& message)
+      : Error(message), setting_(std::move(setting)) {}
+  const std::string& setting() const { return setting_; }
+
+ private:
+  std::string setting_;
 };
 
 namespace detail {

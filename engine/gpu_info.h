@@ -4,6 +4,8 @@
 //
 //   for (const GpuInfo& gpu : Engine::get().gpus())
 //     std::cout << gpu.index << ": " << gpu.name << (gpu.simulated ? " (simulated)" : "") << "\n";
+//
+// Threads: concurrent reads, exclusive writes (a value, as a std::string).
 
 #include <cstdint>
 #include <string>

@@ -1,6 +1,9 @@
 #pragma once
 // InlineFunction: a move-only std::function that keeps small closures inside
 // itself, so pushing an operation does not allocate.
+//
+// Threads: one thread at a time. It is move-only, and calling it is not
+// const: the closure it holds may change when called.
 
 #include <cstddef>
 #include <cstring>

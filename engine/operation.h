@@ -1,6 +1,13 @@
 #pragma once
 // Operation: what is pushed onto the engine. A closure, the context it runs
 // on, the variables it reads and writes, and scheduling hints.
+//
+// Threads: concurrent reads, exclusive writes. VarHandle, RunContext and
+// Operation are values (as an int); push() takes an Operation's closure.
+// Threads: one thread at a time. OpFunction and Completion are move-only;
+// the thread that finishes an asynchronous operation's work, whichever it
+// is, calls its Completion's done() or fail() once.
+// Threads: safe to call concurrently. intern_name() takes a lock.
 
 #include <cstddef>
 #include <cstdint>

@@ -74,11 +74,13 @@ constexpr const char* kCallbackLabel = "OperationHandle callback";
 
 OperationHandle OperationState::make_handle() { return OperationHandle(new OperationState); }
 
-void OperationState::complete(std::exception_ptr error) noexcept {
+void OperationState::complete(std::exception_ptr error,
+                              std::shared_ptr<ErrorReport> report) noexcept {
   std::unique_lock lock(mutex_);
   if (completing_) return;
   completing_ = true;
   error_ = std::move(error);
+  if (error_) report_ = std::move(report);
   // Callbacks registered while these run are appended, and run next.
   while (!callbacks_.empty()) {
     {
@@ -118,7 +120,10 @@ void OperationState::wait() const {
     std::unique_lock lock(mutex_);
     finished_.wait(lock, [&] { return done(); });
   }
-  if (error_) std::rethrow_exception(error_);
+  if (error_) {
+    if (report_ != nullptr) report_->seen(error_);
+    std::rethrow_exception(error_);
+  }
 }
 
 void OperationState::on_done(Callback callback) {

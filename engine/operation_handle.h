@@ -9,6 +9,10 @@
 //   h.wait();   // returns once "save" has completed; rethrows its error
 //
 // See Note [Operation handles] in engine/detail/operation_state.h.
+//
+// Threads: concurrent reads, exclusive writes. done(), wait(), error() and
+// on_done() may be called from any threads, on one handle or its copies;
+// assigning to one handle object is a write, as for std::shared_ptr.
 
 #include <exception>
 
@@ -30,8 +34,10 @@ class OperationState;
 /// GPU, its device work has finished. The outcome is the error wait_to_read
 /// on such a variable would rethrow: the operation's own failure, an error it
 /// inherited from what it reads (it was then skipped), or a failure of its
-/// device work (Note [Errors of device work] in engine/stream.h). A handle
-/// does not consume the error: wait_for_all still reports it.
+/// device work (Note [Errors of device work] in engine/stream.h). An error
+/// that wait() rethrows has been reported: wait_for_all and the exit warning
+/// leave it out; error() and the callbacks leave it for wait_for_all (Note
+/// [Errors seen by wait_for_all] in engine/detail/error_report.h).
 class OperationHandle {
  public:
   /// Called once the operation has completed, with its error (null on

@@ -15,6 +15,12 @@
 // OpEvent when it has completed (its device work included); collect()
 // returns the events recorded so far and clear() drops them.
 //
+// Threads: safe to call concurrently. Recording, collect(), clear(),
+// set_rank() and mark_sync() take one lock; a Scope may live on any thread
+// and turns recording on for every thread while it lives.
+// Threads: concurrent reads, exclusive writes. OpEvent, Trace and the other
+// structs are values (as a std::vector).
+//
 // Note [Profiler times]
 // Times are nanoseconds on the steady clock since the profiler's epoch (its
 // first use). An operation is *pushed* when push() is called, *ready* when

@@ -9,6 +9,8 @@
 //   TAGFLOW_SCHEDULE=random:7 TAGFLOW_SCHEDULE_RECORD=run.schedule ./my_test
 //   TAGFLOW_SCHEDULE=replay:run.schedule ./my_test       // the same interleaving
 //
+// Threads: concurrent reads, exclusive writes (a value, as a std::string).
+//
 // Note [Controlled schedules]
 // - Pushes (deletions included) are kept, in push order, instead of run.
 //   An operation is ready when no earlier kept one conflicts with it on a

@@ -1,6 +1,8 @@
 #pragma once
 // SmallVector: a vector that keeps its first N elements inline. Used for the
 // variable lists of an operation, which almost always hold a handful.
+//
+// Threads: concurrent reads, exclusive writes (a value, as a std::vector).
 
 #include <algorithm>
 #include <cstddef>

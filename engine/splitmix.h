@@ -6,6 +6,11 @@
 // shuffle, workload or replay everywhere: the data loader's epochs, the
 // engine's differential tests and `tagflow stress` use them. Not for
 // cryptography; the operators' random numbers are Philox (ops/random.h).
+//
+// Threads: safe to call concurrently. splitmix64() is a pure function.
+// Threads: one thread at a time. A SplitMix64 generator changes with every
+// word it draws: give each thread its own (seeded with splitmix64 of its
+// number, say).
 
 #include <cstdint>
 

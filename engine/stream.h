@@ -17,6 +17,10 @@
 // event on real GPUs, a counter on simulated ones). See Note [Completion on
 // device queues] in engine/detail/threaded_engine.h.
 //
+// Threads: safe to call concurrently. Every call takes the stream's lock;
+// work enqueued from several threads runs in the order the calls reached the
+// stream.
+//
 // Note [Errors of device work]
 // A GPU operation completes when its work is in the stream; the work can
 // still fail afterwards (a fault on a real GPU, a simulated kernel that

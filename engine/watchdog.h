@@ -12,6 +12,9 @@
 //
 // The process-wide engine runs one that logs the state when TAGFLOW_WATCHDOG
 // is set; `tagflow stress --watchdog` prints it and exits non-zero.
+//
+// Threads: safe to call concurrently. stalls() may be read from any thread;
+// the callback runs on the watchdog's own thread.
 
 #include <chrono>
 #include <condition_variable>

@@ -60,8 +60,10 @@ std::string info_text() {
       }
     }
   }
-  print("\nConfiguration (environment)\n");
-  for (const auto& [name, value] : config.describe()) print("  {:<20} {}\n", name, value);
+  print("\nConfiguration (value, and where it came from: default, environment or code)\n");
+  for (const ConfigSetting& setting : Engine::settings()) {
+    print("  {:<24} {:<20} {}\n", setting.variable, setting.value, setting.source);
+  }
   print("\nBuild\n");
   for (const auto& [name, value] : build_info()) print("  {:<20} {}\n", name, value);
   for (const auto& [name, value] : cpu_kernel_libraries()) {

@@ -8,7 +8,7 @@
 
 namespace tagflow::tools {
 
-/// The sections "Devices", "Configuration (environment)" and "Build" (its
+/// The sections "Devices", "Configuration" and "Build" (its
 /// last line NCCL's availability).
 std::string info_text();
 

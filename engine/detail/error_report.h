@@ -1,37 +1,68 @@
 #pragma once
-// ErrorReport: which error each wait_for_all() rethrows, the same rule on
-// every engine. Internal to engine/.
+// ErrorReport: which error each wait_for_all() rethrows, and which one the
+// exit warning names, the same rule on every engine. Internal to engine/.
 //
 // Note [Errors seen by wait_for_all]
-// wait_for_all() rethrows the first error raised since the previous
-// wait_for_all() returned, whichever thread pushed the failing operation
-// and whichever thread waits. Errors are kept in windows: a window opens
-// when a wait_for_all returns having reported (or having found nothing), and
-// every wait_for_all reports the first error of the window that was open
-// when it was called. So threads that wait at the same time all see the same
-// error, none consuming another's, and a wait that begins after one returned
-// sees only what was raised since. The first error of each of the last 64
-// windows that had one is kept for waiters still on their way out.
+// An error is reported to each waiter that asks for it, and wait_for_all()
+// asks for the errors nobody has seen:
+//  - A wait on what failed (wait_to_read, wait_to_write, a handle's wait())
+//    rethrows its error every time it is called, and marks it seen (seen()).
+//  - wait_for_all() rethrows the first error, raised since the previous
+//    wait_for_all() returned, that no wait had rethrown by the time it
+//    returns; whichever thread pushed the failing operation and whichever
+//    thread waits. Errors are kept in windows: a window opens when a
+//    wait_for_all returns having reported (or having found nothing), and
+//    every wait_for_all reports from the window that was open when it was
+//    called. So threads that wait at the same time all see the same error,
+//    none consuming another's, and a wait that begins after one returned
+//    sees only what was raised since.
+//  - The engine's exit warning names an error that nothing reported.
+// An error caught from wait_to_read() therefore does not come back from the
+// next wait_for_all() with only healthy work pushed since, nor at exit. The
+// operations that inherit a failure (they read what it wrote) carry the same
+// error, which is recorded once; so is a GPU's fault, which each wait and
+// wait_for_all wrap in an OperationError of their own: errors are told apart
+// by their cause (OperationError::cause(), else the error itself). A window
+// keeps its first kPerWindow distinct errors; the first error of each of the
+// last kKept closed windows that had one is kept for waiters still on their
+// way out; the last kSeen errors rethrown by waits are remembered, so that
+// an operation that inherits one and completes later does not bring it back.
 
-#include <atomic>
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <exception>
 #include <mutex>
 #include <utility>
+#include <vector>
+
+#include "engine/error.h"
 
 namespace tagflow::detail {
 
 class ErrorReport {
  public:
-  /// Keeps `error` if it is the first of the open window (cheap otherwise).
+  /// Keeps `error` in the open window, unless a wait has rethrown it or the
+  /// window holds it already.
   void record(const std::exception_ptr& error) {
-    if (has_error_.load(std::memory_order_relaxed)) return;
+    const std::exception_ptr cause = cause_of(error);
     std::lock_guard lock(mutex_);
-    if (!first_) {
-      first_ = error;
-      has_error_.store(true, std::memory_order_release);
+    if (contains(seen_, cause) || open_.size() >= kPerWindow) return;
+    for (const Raised& r : open_) {
+      if (r.cause == cause) return;
     }
+    open_.push_back({cause, error});
+  }
+
+  /// A wait rethrew `error`: no wait_for_all reports it, nor the exit warning.
+  void seen(const std::exception_ptr& error) {
+    if (!error) return;
+    const std::exception_ptr cause = cause_of(error);
+    std::lock_guard lock(mutex_);
+    std::erase_if(open_, [&](const Raised& r) { return r.cause == cause; });
+    if (contains(seen_, cause)) return;
+    seen_.push_back(cause);
+    if (seen_.size() > kSeen) seen_.pop_front();
   }
 
   /// The window a waiter starts in: call before waiting.
@@ -41,13 +72,13 @@ class ErrorReport {
   }
 
   /// What a waiter that started in `window` reports once its wait is over:
-  /// the first error of that window, or null. The first such waiter closes
-  /// the window.
+  /// the first error of that window no wait had rethrown, or null. The first
+  /// such waiter closes the window.
   std::exception_ptr close(std::uint64_t window) {
     std::lock_guard lock(mutex_);
     if (window == window_) {
-      std::exception_ptr error = std::exchange(first_, nullptr);
-      has_error_.store(false, std::memory_order_relaxed);
+      std::exception_ptr error = open_.empty() ? nullptr : open_.front().error;
+      open_.clear();
       if (error) {
         closed_.emplace_back(window, error);
         if (closed_.size() > kKept) closed_.pop_front();
@@ -61,19 +92,45 @@ class ErrorReport {
     return nullptr;  // that window had no error (or is long gone)
   }
 
-  /// The first error of the open window, or null (for warnings at exit).
+  /// The first error of the open window nothing has reported, or null (for
+  /// the warning at exit).
   std::exception_ptr unreported() const {
     std::lock_guard lock(mutex_);
-    return first_;
+    return open_.empty() ? nullptr : open_.front().error;
   }
 
  private:
+  static constexpr std::size_t kPerWindow = 64;
   static constexpr std::size_t kKept = 64;
+  static constexpr std::size_t kSeen = 64;
 
-  std::atomic<bool> has_error_{false};
+  /// An error as it was raised (`error`) and what tells it apart (`cause`).
+  struct Raised {
+    std::exception_ptr cause;
+    std::exception_ptr error;
+  };
+
+  /// What an error is told apart by: an OperationError's cause (the same
+  /// for every wrapping of one failure), else the error itself.
+  static std::exception_ptr cause_of(const std::exception_ptr& error) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const OperationError& e) {
+      return e.cause() ? e.cause() : error;
+    } catch (...) {
+      return error;
+    }
+  }
+  static bool contains(const std::deque<std::exception_ptr>& list,
+                       const std::exception_ptr& error) {
+    return std::find(list.begin(), list.end(), error) != list.end();
+  }
+
   mutable std::mutex mutex_;
   std::uint64_t window_ = 0;
-  std::exception_ptr first_;
+  /// The open window's errors that no wait has rethrown, in the order raised.
+  std::vector<Raised> open_;
+  std::deque<std::exception_ptr> seen_;
   std::deque<std::pair<std::uint64_t, std::exception_ptr>> closed_;
 };
 

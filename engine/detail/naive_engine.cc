@@ -36,7 +36,7 @@ NaiveEngine::~NaiveEngine() {
       spdlog::error("engine: the controlled schedule stopped at shutdown: {}", e.what());
     }
   }
-  if (std::exception_ptr error = errors_.unreported()) {
+  if (std::exception_ptr error = errors_->unreported()) {
     spdlog::warn("engine shut down with an operation error never waited for: {}", describe(error));
   }
 }
@@ -226,7 +226,7 @@ void NaiveEngine::run_item(Deferred& item) {
       delete_now(item.deleted, item.on_deleted);
     }
   } catch (...) {  // no memory for the bookkeeping: still reported, and the rest runs
-    errors_.record(std::current_exception());
+    errors_->record(std::current_exception());
     if (item.op) notify_tracker(*item.op, std::current_exception());
   }
   if (!item.ticket_finished) finish_ticket(item.ticket);
@@ -395,7 +395,7 @@ void NaiveEngine::complete(OpBlock& block, Stream* stream) {
       record_op(copy);
     }
   }
-  if (block.error) errors_.record(block.error);
+  if (block.error) errors_->record(block.error);
   for (const Dep& d : block.deps) {
     if (is_write(d.access)) d.var->error = block.error;
   }
@@ -412,7 +412,7 @@ void NaiveEngine::complete(OpBlock& block, Stream* stream) {
 void NaiveEngine::notify_tracker(OpBlock& block, std::exception_ptr error) noexcept {
   if (block.tracker() == nullptr) return;
   const OperationStateRef state(std::exchange(block.extras->tracker, nullptr));
-  state->complete(std::move(error));
+  state->complete(std::move(error), errors_);
 }
 
 OperationCounts NaiveEngine::operation_counts() const {
@@ -478,7 +478,7 @@ bool NaiveEngine::finish_pending(std::chrono::milliseconds stall) {
   }
   // The report has a lock of its own: nothing to take (exit() may come from
   // inside an operation, which holds the engine).
-  if (std::exception_ptr error = errors_.unreported()) {
+  if (std::exception_ptr error = errors_->unreported()) {
     spdlog::warn("engine: exiting with an operation error never waited for: {}", describe(error));
   }
   return true;
@@ -512,14 +512,20 @@ void NaiveEngine::rethrow_error_of(VarHandle var, const char* what, bool or_read
     if (busy_) {            // lent, and nothing pending uses `var`
       error = var_block(var)->error;
       lock.unlock();
-      if (error) std::rethrow_exception(error);
+      if (error) {
+        errors_->seen(error);
+        std::rethrow_exception(error);
+      }
       return;
     }
     busy_ = true;
   }
   error = var_block(var)->error;
   release();
-  if (error) std::rethrow_exception(error);
+  if (error) {
+    errors_->seen(error);  // Note [Errors seen by wait_for_all]
+    std::rethrow_exception(error);
+  }
 }
 
 void NaiveEngine::run_kept_using(VarHandle var, const char* what, bool or_reads,
@@ -556,7 +562,7 @@ void NaiveEngine::wait_for_all() {
   check_not_running_here("wait_for_all");
   // Note [Errors seen by wait_for_all] in error_report.h: the window is the
   // one open at the call, before the lock may make this thread wait.
-  const std::uint64_t window = errors_.open_window();
+  const std::uint64_t window = errors_->open_window();
   // Note [Naive wait_for_all]: what was pushed before the call, no more;
   // under a controlled schedule, what the operations it runs push is kept
   // for a later wait.
@@ -575,7 +581,7 @@ void NaiveEngine::wait_for_all() {
                         [&] { return finished_below_.load(std::memory_order_seq_cst) >= target; });
     all_waiters_.fetch_sub(1, std::memory_order_relaxed);
   }
-  if (std::exception_ptr error = errors_.close(window)) std::rethrow_exception(error);
+  if (std::exception_ptr error = errors_->close(window)) std::rethrow_exception(error);
 }
 
 std::int64_t NaiveEngine::modelled_time_ns() const {

@@ -147,7 +147,7 @@ class NaiveEngine final : public Engine, public EngineCore {
   void push_block(Operation& op, OperationState* tracker);
   /// Tells `block`'s handle, if it has one, `error` (null: success), and
   /// gives back the reference it held (Note [Operation handles]).
-  static void notify_tracker(OpBlock& block, std::exception_ptr error) noexcept;
+  void notify_tracker(OpBlock& block, std::exception_ptr error) noexcept;
   /// Throws DeviceError for a context no operation can run on.
   void check_context(Context ctx) const;
   Stream* stream_for(Context ctx, QueueKind queue);
@@ -297,7 +297,8 @@ class NaiveEngine final : public Engine, public EngineCore {
   /// Pushed from inside the running operation, in push order (the holder's).
   std::deque<Deferred> deferred_;
   std::map<std::pair<int, QueueKind>, std::unique_ptr<Stream>> streams_;
-  ErrorReport errors_;
+  /// Shared with the handles of failed operations, which may outlive the engine.
+  const std::shared_ptr<ErrorReport> errors_ = std::make_shared<ErrorReport>();
   /// Profiling: push numbers, and the last profiled writer of each variable.
   std::uint64_t next_seq_ = 1;
   std::map<const VarBlock*, std::uint64_t> profiled_writers_;

@@ -214,7 +214,7 @@ void NaiveEngine::finish_async(Await& await) {
   try {
     complete(block, await.stream);
   } catch (...) {  // as in run_item: maybe within another operation's await
-    errors_.record(std::current_exception());
+    errors_->record(std::current_exception());
     notify_tracker(block, std::current_exception());
   }
   finish_ticket(await.item->ticket);

@@ -35,15 +35,20 @@
 // throws WaitInsideOperationError instead of deadlocking the thread that
 // must complete what it waits for. The state knows nothing of its engine,
 // so a handle kept after the engine is destroyed still answers.
-// The state does not take the error from the engine's report: wait_for_all
-// still rethrows it, whether a handle saw it or not.
+// A failed operation's state keeps the engine's ErrorReport (shared, so it
+// outlives the engine), and wait() marks the error it rethrows as seen
+// there, as a wait on a variable does (Note [Errors seen by wait_for_all]
+// in error_report.h); callbacks and error() are told, not asked, and leave
+// the error for wait_for_all.
 
 #include <atomic>
 #include <condition_variable>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <vector>
 
+#include "engine/detail/error_report.h"
 #include "engine/detail/lifetime.h"
 #include "engine/operation_handle.h"
 
@@ -74,8 +79,8 @@ class OperationState {
 
   /// Records the outcome (null: success), runs the callbacks, then marks the
   /// state done and wakes the waiters (Note [Operation handles]). Only the
-  /// first call counts.
-  void complete(std::exception_ptr error) noexcept;
+  /// first call counts. `report`: where wait() marks a rethrown error seen.
+  void complete(std::exception_ptr error, std::shared_ptr<ErrorReport> report = nullptr) noexcept;
 
   bool done() const noexcept { return done_.load(std::memory_order_acquire); }
   /// Under a controlled schedule the operation runs only when something
@@ -102,7 +107,8 @@ class OperationState {
   mutable std::condition_variable finished_;
   bool completing_ = false;  ///< under mutex_: complete() was called
   std::exception_ptr error_;
-  std::vector<Callback> callbacks_;  ///< under mutex_, until done
+  std::shared_ptr<ErrorReport> report_;  ///< set with a failure
+  std::vector<Callback> callbacks_;      ///< under mutex_, until done
   /// Tells a child forked while the operation was pending, where nothing
   /// will complete it (Note [Engine lifetime] in engine.h).
   ForkCheck fork_check_;

@@ -45,7 +45,7 @@ ThreadedEngine::~ThreadedEngine() {
   for (auto& pool : owned_pools_) pool->stop();
   while (spare_edges_ != nullptr) delete std::exchange(spare_edges_, spare_edges_->owned_next);
   delete spare_extras_;
-  if (std::exception_ptr error = errors_.unreported()) {
+  if (std::exception_ptr error = errors_->unreported()) {
     spdlog::warn("engine shut down with an operation error never waited for: {}", describe(error));
   }
 }

@@ -233,7 +233,7 @@ class ThreadedEngine final : public Engine, public EngineCore {
   void push_block(Operation& op, OperationState* tracker);
   /// Tells `op`'s handle the outcome, now or once its device work has
   /// finished, and gives back the reference it held (Note [Operation handles]).
-  static void notify_tracker(OpBlock& op) noexcept;
+  void notify_tracker(OpBlock& op) noexcept;
   WorkerPool* pool_for(const char* op_name, Context ctx, QueueKind queue);
   WorkerPool* create_pool(int slot, Context ctx, QueueKind queue);
   /// Takes from the allocator what linking `op` may need (Note [Linking
@@ -407,7 +407,8 @@ class ThreadedEngine final : public Engine, public EngineCore {
   std::atomic<std::uint32_t> completers_inside_{0};
   WakeWord all_done_;
   std::mutex drain_mutex_;  ///< serialises the stream checks of drain()
-  ErrorReport errors_;
+  /// Shared with the handles of failed operations, which may outlive the engine.
+  const std::shared_ptr<ErrorReport> errors_ = std::make_shared<ErrorReport>();
 };
 
 }  // namespace tagflow::detail

@@ -132,7 +132,7 @@ void ThreadedEngine::notify_idle() {
   }
 }
 
-void ThreadedEngine::record_error(const std::exception_ptr& error) { errors_.record(error); }
+void ThreadedEngine::record_error(const std::exception_ptr& error) { errors_->record(error); }
 
 // --- ready: errors, fences, hand-over -------------------------------------------
 

@@ -21,19 +21,19 @@ void ThreadedEngine::notify_tracker(OpBlock& op) noexcept {
       std::exchange(op.extras->tracker, nullptr));  // the operation's reference
   const Fence fence = op.fence();
   if (!fence) {  // a host operation, or a GPU one that could not mark its stream
-    state->complete(op.error);
+    state->complete(op.error, errors_);
     return;
   }
   // Once the device work has finished (at once if it has), what wait_to_read
   // on a variable the operation writes would then see.
   try {
-    fence.stream->when_finished(
-        fence.seq, [ref = OperationStateRef(state->retain()), fence, error = op.error] {
-          ref->complete(error ? error : fence_error(fence));
-        });
+    fence.stream->when_finished(fence.seq, [ref = OperationStateRef(state->retain()), fence,
+                                            error = op.error, report = errors_] {
+      ref->complete(error ? error : fence_error(fence), report);
+    });
   } catch (...) {  // the stream cannot track it: report that, so that no waiter hangs
-    state->complete(op.error ? op.error
-                             : device_work_error(*fence.stream, std::current_exception()));
+    state->complete(
+        op.error ? op.error : device_work_error(*fence.stream, std::current_exception()), errors_);
   }
 }
 

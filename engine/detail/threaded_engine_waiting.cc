@@ -49,7 +49,10 @@ void ThreadedEngine::wait_on(VarHandle var, Access access, const char* what) {
     model_->host_reach(signal.modelled_ns);
   if (profiled) [[unlikely]]
     record_wait(what, waited_for, waited_for_seq, started);
-  if (signal.error) std::rethrow_exception(signal.error);
+  if (signal.error) {
+    errors_->seen(signal.error);  // Note [Errors seen by wait_for_all]
+    std::rethrow_exception(signal.error);
+  }
 }
 
 void ThreadedEngine::wait_to_read(VarHandle var) { wait_on(var, Access::kRead, "wait_to_read"); }
@@ -63,11 +66,11 @@ void ThreadedEngine::wait_for_all() {
   const bool profiled = profiling();
   const std::int64_t started = profiled ? profiler_now() : 0;
   // Note [Errors seen by wait_for_all] in error_report.h.
-  const std::uint64_t window = errors_.open_window();
+  const std::uint64_t window = errors_->open_window();
   drain();
   if (profiled) [[unlikely]]
     record_wait("wait_for_all", nullptr, 0, started);
-  if (std::exception_ptr error = errors_.close(window)) std::rethrow_exception(error);
+  if (std::exception_ptr error = errors_->close(window)) std::rethrow_exception(error);
 }
 
 void ThreadedEngine::drain() {
@@ -169,7 +172,7 @@ bool ThreadedEngine::finish_pending(std::chrono::milliseconds stall) {
       // A broken stream: nothing more will finish on it.
     }
   }
-  if (std::exception_ptr error = errors_.unreported()) {
+  if (std::exception_ptr error = errors_->unreported()) {
     spdlog::warn("engine: exiting with an operation error never waited for: {}", describe(error));
   }
   return true;

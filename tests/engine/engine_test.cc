@@ -364,7 +364,7 @@ TEST_P(EngineTest, AsyncFailureAndDroppedCompletionReachTheWaits) {
       EXPECT_NE(std::string(e.what()).find("without done() or fail()"), std::string::npos)
           << e.what();
     }
-    EXPECT_THROW(engine_->wait_for_all(), OperationError);
+    EXPECT_NO_THROW(engine_->wait_for_all());
     engine_->delete_var(x);
     engine_->delete_var(y);
     engine_->wait_for_all();

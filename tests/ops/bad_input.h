@@ -121,8 +121,10 @@ inline void check_error(const BadInputCase& c, const std::exception_ptr& thrown)
         EXPECT_EQ(std::type_index(typeid(cause)), c.cause)
             << "the cause is " << typeid(cause).name() << ": " << cause.what();
       }
-      // wait_for_all reports the failure once, then the engine carries on.
-      EXPECT_THROW(Engine::get().wait_for_all(), OperationError);
+      // The wait that rethrew the failure reported it: wait_for_all does not
+      // report it again (Note [Errors seen by wait_for_all]), and the engine
+      // carries on.
+      EXPECT_NO_THROW(Engine::get().wait_for_all());
     }
   }
 }

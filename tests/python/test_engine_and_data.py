@@ -19,7 +19,7 @@ from tagflow.gluon.data.vision import transforms
 def test_info_prints_what_the_command_line_prints(capsys):
     mx.info()
     text = capsys.readouterr().out
-    for section in ("Devices", "Configuration (environment)", "Build"):
+    for section in ("Devices", "Configuration", "Build"):
         assert section in text
     assert "gpu(1)               simulated" in text
     assert "TAGFLOW_SIM_GPUS" in text
