@@ -12,6 +12,13 @@
 //     loss.backward();                       // w.grad() = d loss / d w
 //   }
 //
+// Threads: one thread at a time. A RecordScope (record(), pause()) holds for
+// the thread that made it and ends there; is_recording() and is_training()
+// answer for the calling thread. A recorded graph belongs to one thread at a
+// time, since backward() frees it. Threads may record through the same
+// leaves at once and each run backward on its own graph: a kWrite gradient
+// then holds the last one pushed, a kAdd gradient their sum.
+//
 // Note [The recorded graph]
 // Recording is per thread. An operator records a node when recording is on
 // and one of its inputs needs a gradient (a leaf with attach_grad, or the

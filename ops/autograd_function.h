@@ -24,6 +24,9 @@
 // several outputs, backward() is called once per output that a gradient
 // reaches, with zeros for the other outputs' gradients (a gradient is
 // linear in them, so the calls sum to the whole).
+//
+// Threads: one thread at a time. A Function keeps what its call saved for
+// its backward, so each thread makes its own objects (one per call anyway).
 
 #include <memory>
 #include <vector>

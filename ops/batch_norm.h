@@ -15,6 +15,10 @@
 //   NDArray y = batch_norm(x, gamma, beta, mean, var);            // training step
 //   NDArray z = batch_norm(x, gamma, beta, mean, var, {.training = false});  // inference
 //
+// Threads: safe to call concurrently. Calls from several threads on the
+// same running statistics update them in the order they were pushed.
+// Threads: concurrent reads, exclusive writes. BatchNormOptions is a value.
+//
 // Note [Batch statistics and running statistics]
 // Training normalizes each channel with the mean and the biased variance
 // (divided by m, the values per channel: N times the extents after the

@@ -12,6 +12,9 @@
 //   NDArray b = zeros({16}, DType::kFloat32, gpu(0));
 //   NDArray y = conv2d(x, w, b, {.padding = {2, 2}});           // (8, 16, 32, 32)
 //   NDArray z = conv2d(y, w2, NDArray(), {.stride = {2, 2}, .groups = 16});  // no bias
+//
+// Threads: safe to call concurrently. Like every operator (ops/elementwise.h).
+// Threads: concurrent reads, exclusive writes. Conv2DOptions is a value.
 
 #include <array>
 

@@ -7,6 +7,9 @@
 //   NDArray a = array({1.f, 2.f, 3.f}, gpu(0));
 //   NDArray b = zeros({3, 2}, DType::kFloat32, gpu(0));
 //   NDArray r = arange(0, 10);          // [0. 1. ... 9.]
+//
+// Threads: safe to call concurrently. array() copies its values before it
+// returns; fill() writes its array in push order, as any operator.
 
 #include <cstdint>
 #include <initializer_list>

@@ -27,6 +27,8 @@ namespace {
 
 using Impl = detail::CustomOpImpl;
 
+Shape broadcast_of(const char* name, const std::vector<NDArray>& inputs);
+
 std::string dtype_list(const std::vector<DType>& dtypes) {
   std::string text;
   for (std::size_t i = 0; i < dtypes.size(); ++i) {
@@ -56,10 +58,37 @@ void check_inputs(const Impl& impl, const std::vector<NDArray>& inputs) {
                   name, dtype_name(inputs[0].dtype()), detail::ordinal(static_cast<int>(i) + 1),
                   dtype_name(dtype));
   }
+  // Note [Custom operator shapes].
+  if (def.input_shapes == InputShapes::kSame) {
+    for (std::size_t i = 1; i < inputs.size(); ++i) {
+      TAGFLOW_CHECK(inputs[i].shape() == inputs[0].shape(),
+                    "{}: all inputs must have the same shape, but the first argument has shape "
+                    "({}) while the {} argument has shape ({}); a custom operator whose inputs "
+                    "differ in shape says so with `input_shapes`",
+                    name, inputs[0].shape().str(), detail::ordinal(static_cast<int>(i) + 1),
+                    inputs[i].shape().str());
+    }
+  } else if (def.input_shapes == InputShapes::kBroadcast) {
+    broadcast_of(name, inputs);
+  }
+}
+
+/// The shape all of `inputs` broadcast to; throws naming `name` when they do not.
+Shape broadcast_of(const char* name, const std::vector<NDArray>& inputs) {
+  Shape shape = inputs[0].shape();
+  for (std::size_t i = 1; i < inputs.size(); ++i) {
+    shape = broadcast_shapes(shape, inputs[i].shape(), name);
+  }
+  return shape;
 }
 
 std::vector<OutputSpec> output_specs(const Impl& impl, const std::vector<NDArray>& inputs) {
-  if (!impl.def.outputs) return {{inputs[0].shape(), inputs[0].dtype()}};
+  if (!impl.def.outputs) {
+    const Shape shape = impl.def.input_shapes == InputShapes::kBroadcast
+                            ? broadcast_of(impl.engine_name, inputs)
+                            : inputs[0].shape();
+    return {{shape, inputs[0].dtype()}};
+  }
   std::vector<OutputSpec> specs = impl.def.outputs(inputs);
   TAGFLOW_CHECK(!specs.empty(), "{}: its `outputs` function gave no output; expected at least one",
                 impl.engine_name);
@@ -174,6 +203,10 @@ CustomOp::CustomOp(CustomOpDef def) {
                 "CustomOp '{}': expected a `cpu` function (it runs on CPU devices, simulated GPUs "
                 "and the host fallback), got none",
                 def.name);
+  TAGFLOW_CHECK(def.input_shapes != InputShapes::kChecked || static_cast<bool>(def.outputs),
+                "CustomOp '{}': InputShapes::kChecked leaves the shape check to an `outputs` "
+                "function, but none was given",
+                def.name);
   auto impl = std::make_shared<Impl>();
   impl->engine_name = intern_name(def.name);
   impl->def = std::move(def);
@@ -187,16 +220,17 @@ std::vector<NDArray> CustomOp::operator()(const std::vector<NDArray>& inputs) co
   check_inputs(impl, inputs);
   const Context ctx = inputs[0].context();
   if (ctx.is_gpu()) {
+    // Note [Where a custom kernel runs]: a simulated GPU's kernels are host code.
     const bool simulated = Engine::get().gpus().at(static_cast<std::size_t>(ctx.index)).simulated;
-    if (!impl.def.cuda || (simulated && impl.def.cpu.is_async())) {
+    if (simulated ? impl.def.cpu.is_async() : !impl.def.cuda) {
       TAGFLOW_CHECK(impl.def.host_fallback,
                     "{}: the inputs are on {}, but this custom operator {}; give it a `cuda` "
                     "function, or set `host_fallback` to run its `cpu` function on copies in host "
                     "memory",
                     impl.engine_name, ctx.str(),
-                    impl.def.cuda ? "has an asynchronous `cpu` function, which cannot run as a "
-                                    "simulated GPU's kernel"
-                                  : "has no `cuda` function");
+                    simulated ? "has an asynchronous `cpu` function, which cannot run as a "
+                                "simulated GPU's kernel"
+                              : "has no `cuda` function");
       std::vector<NDArray> on_host;
       for (const NDArray& in : inputs) on_host.push_back(in.copyto(cpu(0)));
       std::vector<NDArray> outputs = (*this)(on_host);

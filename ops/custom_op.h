@@ -30,10 +30,28 @@
 // DESIGN.md). On a simulated GPU the `cpu` function runs as that device's
 // kernel, in stream order: an exception thrown there is a device fault, as
 // a faulting kernel is on a real GPU (Note [Simulated CUDA rules] in
-// engine/detail/sim_runtime.h). An operator without a `cuda` function
-// refuses GPU inputs, simulated or real, unless `host_fallback` is set: it
-// then copies the inputs to cpu(0), runs the `cpu` function there and copies
-// the outputs back (engine copies; gradients flow through them).
+// engine/detail/sim_runtime.h), so a CPU-only operator runs on a simulated
+// GPU as the built-in operators' CPU kernels do, without a `cuda` function.
+// On a real GPU an operator without a `cuda` function (and on a simulated
+// one, an operator whose `cpu` function is asynchronous) refuses the inputs
+// unless `host_fallback` is set: it then copies them to cpu(0), runs the
+// `cpu` function there and copies the outputs back (engine copies;
+// gradients flow through them).
+//
+// Note [Custom operator shapes]
+// A kernel walks its arrays by their sizes, so inputs of shapes it does not
+// expect would make it read or write out of bounds on a worker. A
+// definition therefore states how its inputs' shapes relate
+// (`input_shapes`), and a call checks that before anything is allocated or
+// pushed, with the built-in operators' wording: the same shape (the
+// default), NumPy broadcasting (the default output then has the broadcast
+// shape; the kernel reads each input by its own shape), or any shapes the
+// `outputs` function accepts (it throws tagflow::Error for those it refuses).
+//
+// Threads: safe to call concurrently. A CustomOp is immutable once made, so
+// one definition may be called from several threads at once; its functions
+// (`outputs`, `backward`, the kernels) must then be safe to run concurrently
+// too, as the kernels run on the device's workers anyway.
 
 #include <cstdint>
 #include <functional>
@@ -87,6 +105,14 @@ class CustomKernel {
   std::function<void(KernelArgs, Completion)> async_;
 };
 
+/// How a custom operator's inputs' shapes must relate (Note [Custom operator
+/// shapes]); checked by every call before anything is pushed.
+enum class InputShapes {
+  kSame,       ///< every input has the first input's shape (the default)
+  kBroadcast,  ///< NumPy broadcasting; the default output gets the broadcast shape
+  kChecked,    ///< any shapes the `outputs` function accepts (it throws for the others)
+};
+
 /// The shape and dtype of one output.
 struct OutputSpec {
   Shape shape;
@@ -110,11 +136,15 @@ struct CustomOpDef {
   int num_inputs = 1;
   /// The dtypes its inputs may have; every input has the same one.
   std::vector<DType> dtypes = {DType::kFloat32};
+  /// How its inputs' shapes relate (Note [Custom operator shapes]).
+  InputShapes input_shapes = InputShapes::kSame;
   /// Without a `cuda` function, run GPU calls on host copies instead of
   /// refusing them (Note [Where a custom kernel runs]).
   bool host_fallback = false;
   /// The outputs' shapes and dtypes from the inputs; unset: one output of
-  /// the first input's shape and dtype.
+  /// the first input's shape (the broadcast shape under kBroadcast) and
+  /// dtype. Required with InputShapes::kChecked, where it is the shape
+  /// check: it throws tagflow::Error for inputs it refuses.
   std::function<std::vector<OutputSpec>(const std::vector<NDArray>& inputs)> outputs;
   /// The host kernel: CPU devices, simulated GPUs, host fallback. Required.
   CustomKernel cpu;
@@ -132,11 +162,14 @@ class CustomOp {
  public:
   /// Throws tagflow::Error for a definition that cannot run: an empty name,
   /// fewer than one input, no accepted dtype, a float16 or bfloat16 one
-  /// (operators do not take those yet), no `cpu` function.
+  /// (operators do not take those yet), no `cpu` function, InputShapes::kChecked
+  /// without an `outputs` function.
   explicit CustomOp(CustomOpDef def);
 
   /// Runs the operator on `inputs` (all on one device, of one accepted
-  /// dtype) and returns its outputs, on the same device, at once.
+  /// dtype, of shapes its `input_shapes` accepts) and returns its outputs,
+  /// on the same device, at once. Throws tagflow::Error naming the operator
+  /// for inputs it refuses, before anything is pushed.
   std::vector<NDArray> operator()(const std::vector<NDArray>& inputs) const;
   /// The one output of a one-output operator of one or two inputs.
   NDArray operator()(const NDArray& x) const;

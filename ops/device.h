@@ -4,6 +4,8 @@
 //
 //   Context ctx = try_gpu();           // gpu(0), or cpu(0) without a GPU
 //   for (Context c : try_all_gpus()) { ... }
+//
+// Threads: safe to call concurrently. They only read the engine's devices.
 
 #include <string>
 #include <utility>

@@ -20,6 +20,11 @@
 // and dropout takes its place in the global call sequence like any random
 // call (one call number per dropout that drops). See Note [The dropout
 // mask] in dropout.cc.
+//
+// Threads: safe to call concurrently. Without a seed of its own, a mask takes
+// the next call number of the global generator, so while several threads
+// call random operators the masks depend on the order of their calls
+// (ops/random.h).
 
 #include <cstdint>
 

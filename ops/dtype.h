@@ -2,6 +2,9 @@
 // DType: the element type of an array. float32 for computation; float16
 // and bfloat16 (ops/half.h) for storage and mixed precision; int32, int64
 // and uint8 for labels and raw data.
+//
+// Threads: safe to call concurrently. DType is an enum, and the functions
+// here are constexpr functions of it.
 
 #include <cstdint>
 #include <string_view>

@@ -10,6 +10,11 @@
 //
 // Comparisons return 1 or 0 in the inputs' dtype, as MXNet does. Integer
 // arithmetic wraps around; integer division by zero gives 0.
+//
+// Threads: safe to call concurrently. Several threads may call operators on
+// the same arrays at once: an operator only reads the handles it is given,
+// and the engine runs the work in push order. The in-place forms too:
+// `y += 1.f` writes y's memory, not the NDArray object y.
 
 #include "ops/ndarray.h"
 

@@ -8,6 +8,9 @@
 //   float f = static_cast<float>(h);
 //   BFloat16 b(3.14159f);          // 3.140625
 //
+// Threads: concurrent reads, exclusive writes. Half and BFloat16 are values
+// (as a std::uint16_t); the conversions are pure functions.
+//
 // Note [Rounding to 16 bits]
 // float -> 16 bits rounds to nearest, ties to even, as IEEE 754's default,
 // NumPy's astype, PyTorch's .half()/.bfloat16() and CUDA's __float2half_rn

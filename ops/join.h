@@ -10,6 +10,8 @@
 //   NDArray c = concat({a, b}, 1);          // 2x4 on gpu(0)
 //   NDArray s = stack({a, a, a});           // 3x2x3
 //   NDArray t = stack({a, a}, -1);          // 2x3x2
+//
+// Threads: safe to call concurrently. Like every operator (ops/elementwise.h).
 
 #include <initializer_list>
 #include <span>

@@ -11,6 +11,10 @@
 //     swish_kernel<<<blocks, 256, 0, stream>>>(k.inputs[0].data<float>(),
 //                                               k.outputs[0].data<float>(), k.inputs[0].size());
 //   }
+//
+// Threads: concurrent reads, exclusive writes. TensorView and KernelArgs are
+// values (as a pointer); the memory a view names is the kernel's while it
+// runs.
 
 #include <cstdint>
 #include <vector>

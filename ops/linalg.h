@@ -10,6 +10,8 @@
 //   NDArray g = dot(x, dy, /*transpose_a=*/true);  // xᵀ·dy without a transpose copy
 //   NDArray h = batch_dot(q, k, false, true);  // (B,m,d)·(B,n,d)ᵀ -> (B,m,n)
 //   NDArray y = matmul(x, w);                  // NumPy rules: (B,T,k)·(k,n) -> (B,T,n)
+//
+// Threads: safe to call concurrently. Like every operator (ops/elementwise.h).
 
 #include "ops/ndarray.h"
 

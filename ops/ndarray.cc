@@ -127,16 +127,32 @@ NDArray NDArray::on_host() const {
   return copyto(cpu(0));
 }
 
+// Note [Host reads]
+// to_vector (and asscalar, printing, saving) reads the values in an engine
+// operation that declares the array as read, then waits for that operation,
+// instead of waiting for the array and reading it afterwards. A write that
+// another thread pushes meanwhile (a Trainer's update while a service
+// thread prints or saves the weights) then runs after the read, in push
+// order, instead of racing it. An array on a GPU is first copied to the
+// host, into an array nothing else writes. The operation is skipped when
+// the array carries an error, and the wait rethrows it, as wait_to_read does.
 template <typename T>
 std::vector<T> NDArray::to_vector() const {
   check_defined("to_vector");
   const NDArray host = on_host();
-  host.wait_to_read();
   std::vector<T> values(static_cast<std::size_t>(size()));
-  TAGFLOW_ANY_DTYPE_SWITCH(dtype_, Stored, {
-    const Stored* src = host.data<Stored>();
-    for (std::size_t i = 0; i < values.size(); ++i) values[i] = convert_element<T>(src[i]);
-  });
+  const OperationHandle read =
+      Engine::get().push_tracked({.name = "to_vector",
+                                  .ctx = host.context(),
+                                  .reads = {host.var()},
+                                  .fn = [&values, &host](const RunContext&) {
+                                    TAGFLOW_ANY_DTYPE_SWITCH(host.dtype(), Stored, {
+                                      const Stored* src = host.data<Stored>();
+                                      for (std::size_t i = 0; i < values.size(); ++i)
+                                        values[i] = convert_element<T>(src[i]);
+                                    });
+                                  }});
+  read.wait();
   return values;
 }
 

@@ -13,6 +13,14 @@
 // Copying an NDArray copies the handle, not the values (like a Python
 // reference): both name the same memory. Views (reshape, slice, squeeze,
 // expand_dims) share the memory and the variable of the array they view.
+//
+// Threads: concurrent reads, exclusive writes. Every const member is a read:
+// several threads may copy one handle, wait on it and push operators on it
+// (the engine runs them in push order). Assigning to one NDArray object,
+// attach_grad() and set_grad_node() are writes. to_vector(), asscalar() and
+// printing read the values in an engine operation of their own, so a write
+// another thread pushes meanwhile comes before or after the read, never
+// during it (Note [Host reads] in ops/ndarray.cc).
 
 #include <cstdint>
 #include <functional>

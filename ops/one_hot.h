@@ -1,5 +1,7 @@
 #pragma once
 // one_hot: indices to rows with one "on" value (like mx.nd.one_hot).
+//
+// Threads: safe to call concurrently. Like every operator (ops/elementwise.h).
 
 #include <cstdint>
 

@@ -4,6 +4,11 @@
 // place (no temporaries). Used by nn::Trainer.
 //
 //   sgd_update(weight, grad, momentum, {.learning_rate = 0.1, .momentum = 0.9});
+//
+// Threads: safe to call concurrently. Like every operator (ops/elementwise.h):
+// updates of one weight pushed from several threads run in push order.
+// Threads: concurrent reads, exclusive writes. SgdOptions and AdamOptions are
+// values.
 
 #include "ops/ndarray.h"
 

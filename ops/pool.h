@@ -13,6 +13,9 @@
 //                      {.kernel = {3, 3}, .stride = {1, 1}, .padding = {1, 1},
 //                       .count_include_pad = false});               // (8, 6, 28, 28)
 //
+// Threads: safe to call concurrently. Like every operator (ops/elementwise.h).
+// Threads: concurrent reads, exclusive writes. Pool2DOptions is a value.
+//
 // Note [Gradient of max pooling]
 // One rule picks each window's element, forward and backward, on every
 // device: the window's first NaN if it holds one, else its first maximum,

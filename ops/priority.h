@@ -10,6 +10,9 @@
 // Every operator (and copy) is an engine operation with a priority: among the
 // ready operations of a device, the higher one runs first. Outside any scope
 // it is 0. Scopes nest, the innermost wins, and each thread has its own.
+//
+// Threads: one thread at a time. A PriorityScope holds for the thread that
+// made it and ends there; current_priority() answers for the calling thread.
 
 namespace tagflow {
 

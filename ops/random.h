@@ -23,6 +23,11 @@
 //
 // The generator is Philox-4x32-10 (ops/kernels/philox.h); see Note
 // [Counter-based random numbers] in ops/kernels/random_kernels.h.
+//
+// Threads: safe to call concurrently. One lock keeps the global key and
+// counter consistent; but while several threads draw from the global
+// generator, the values each call gets depend on the order the threads call
+// in. For values that do not, give each thread's calls seeds of their own.
 
 #include <cstdint>
 

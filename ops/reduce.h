@@ -26,6 +26,8 @@
 // Empty reductions: over an axis of extent 0, sum and norm give 0; mean,
 // max, min and argmax throw tagflow::Error (there is no such element).
 // max and min propagate NaN, as NumPy's max and min do.
+//
+// Threads: safe to call concurrently. Like every operator (ops/elementwise.h).
 
 #include <initializer_list>
 #include <span>

@@ -1,6 +1,8 @@
 #pragma once
 // Shape: the extents of an array, outermost first. Up to kMaxDims dimensions,
 // kept inline. Prints as MXNet does: "2x3" (and "" for no dimension).
+//
+// Threads: concurrent reads, exclusive writes (a value, as an int).
 
 #include <cstdint>
 #include <initializer_list>

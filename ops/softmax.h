@@ -13,6 +13,8 @@
 // A -inf element gives probability 0 (log-probability -inf) as long as the
 // row has a finite maximum; a row whose elements are all -inf, or that
 // holds +inf or NaN, gives NaN, as in NumPy and PyTorch.
+//
+// Threads: safe to call concurrently. Like every operator (ops/elementwise.h).
 
 #include "ops/ndarray.h"
 

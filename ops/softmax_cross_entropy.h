@@ -20,6 +20,9 @@
 // - on a GPU, real or simulated, kernels cannot throw: that sample's loss
 //   and its row of the gradient are NaN, and the other samples are computed
 //   as usual.
+//
+// Threads: safe to call concurrently. Like every operator (ops/elementwise.h);
+// a LabelOutOfRangeError is immutable once thrown.
 
 #include "engine/error.h"
 #include "ops/ndarray.h"

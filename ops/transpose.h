@@ -3,6 +3,8 @@
 //
 //   NDArray t = transpose(x);              // (2,3,4) -> (4,3,2): axes reversed
 //   NDArray u = transpose(x, {0, 2, 1});   // (2,3,4) -> (2,4,3)
+//
+// Threads: safe to call concurrently. Like every operator (ops/elementwise.h).
 
 #include <initializer_list>
 #include <span>

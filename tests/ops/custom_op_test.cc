@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "tagflow/tagflow.h"
@@ -220,23 +221,131 @@ TEST(CustomOpTest, DefinitionsThatCannotRunAreRefused) {
             "the host fallback), got none");
 }
 
-TEST(CustomOpTest, GpuInputsWithoutCudaFunctionAreRefusedUnlessHostFallback) {
+TEST(CustomOpTest, HostOnlyOperatorsRunOnSimulatedGpusAndNeedAFallbackOnRealOnes) {
   const auto twice = [](const KernelArgs& k) {
     for (std::int64_t i = 0; i < k.inputs[0].size(); ++i) {
       k.outputs[0].data<float>()[i] = 2 * k.inputs[0].data<float>()[i];
     }
   };
   const CustomOp host_only({.name = "twice", .cpu = twice});
-  EXPECT_EQ(error_of([&] { host_only(array({1.f}, gpu(1))); }),
-            "twice: the inputs are on gpu(1), but this custom operator has no `cuda` function; "
-            "give it a `cuda` function, or set `host_fallback` to run its `cpu` function on "
-            "copies in host memory");
   EXPECT_EQ(host_only(array({1.f, 3.f}, cpu(1))).to_vector<float>(), (std::vector<float>{2, 6}));
-
+  // A simulated GPU runs the `cpu` function as its kernel, in stream order,
+  // as it runs the built-in operators' CPU kernels.
+  for (int i = 0; i < num_gpus(); ++i) {
+    if (!Engine::get().gpus()[static_cast<std::size_t>(i)].simulated) {
+      EXPECT_EQ(error_of([&] { host_only(array({1.f}, gpu(i))); }),
+                fmt::format("twice: the inputs are on gpu({}), but this custom operator has no "
+                            "`cuda` function; give it a `cuda` function, or set `host_fallback` "
+                            "to run its `cpu` function on copies in host memory",
+                            i));
+      continue;
+    }
+    const NDArray y = host_only(array({1.f, 3.f}, gpu(i)));
+    EXPECT_EQ(y.context(), gpu(i));
+    EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{2, 6}));
+  }
   const CustomOp fallback({.name = "twice", .host_fallback = true, .cpu = twice});
   const NDArray y = fallback(array({1.f, 3.f}, gpu(1)));
   EXPECT_EQ(y.context(), gpu(1));
   EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{2, 6}));
+  // An asynchronous `cpu` function cannot be a simulated GPU's kernel.
+  const CustomOp asynchronous(
+      {.name = "later", .cpu = [](KernelArgs, Completion done) { done.done(); }});
+  EXPECT_EQ(error_of([&] { asynchronous(array({1.f}, gpu(1))); }),
+            "later: the inputs are on gpu(1), but this custom operator has an asynchronous "
+            "`cpu` function, which cannot run as a simulated GPU's kernel; give it a `cuda` "
+            "function, or set `host_fallback` to run its `cpu` function on copies in host "
+            "memory");
+}
+
+/// Walks its first input and reads the second at the same index: it relies
+/// on the shape check (Note [Custom operator shapes]).
+void add_elementwise(const KernelArgs& k) {
+  const float* a = k.inputs[0].data<float>();
+  const float* b = k.inputs[1].data<float>();
+  float* y = k.outputs[0].data<float>();
+  for (std::int64_t i = 0; i < k.inputs[0].size(); ++i) y[i] = a[i] + b[i];
+}
+
+TEST(CustomOpTest, InputsOfDifferentShapesAreRefusedBeforeTheKernelRuns) {
+  const CustomOp add({.name = "add", .num_inputs = 2, .cpu = add_elementwise});
+  for (Context ctx : {cpu(0), gpu(0)}) {
+    // Before the check, the kernel read a million floats from a buffer of three.
+    const NDArray big = zeros({1000000}, ctx);
+    const NDArray small = zeros({3}, ctx);
+    EXPECT_EQ(error_of([&] { add(big, small); }),
+              "add: all inputs must have the same shape, but the first argument has shape "
+              "(1000000) while the 2nd argument has shape (3); a custom operator whose inputs "
+              "differ in shape says so with `input_shapes`")
+        << ctx;
+    EXPECT_EQ(add(array({1.f, 2.f}, ctx), array({3.f, 5.f}, ctx)).to_vector<float>(),
+              (std::vector<float>{4, 7}));
+  }
+  EXPECT_EQ(error_of([&] {
+              sum_and_product()(std::vector<NDArray>{zeros({2, 3}), zeros({3, 2})});
+            }),
+            "sum_and_product: all inputs must have the same shape, but the first argument has "
+            "shape (2x3) while the 2nd argument has shape (3x2); a custom operator whose inputs "
+            "differ in shape says so with `input_shapes`");
+}
+
+TEST(CustomOpTest, BroadcastingOperatorsGetTheBroadcastShape) {
+  // a (rows, cols) plus b (cols): the kernel reads b by its own shape.
+  const CustomOp add_row({.name = "add_row",
+                          .num_inputs = 2,
+                          .input_shapes = InputShapes::kBroadcast,
+                          .cpu = [](const KernelArgs& k) {
+                            const std::int64_t cols = k.inputs[1].size();
+                            const float* a = k.inputs[0].data<float>();
+                            const float* b = k.inputs[1].data<float>();
+                            float* y = k.outputs[0].data<float>();
+                            for (std::int64_t i = 0; i < k.outputs[0].size(); ++i) {
+                              y[i] = a[i] + b[i % cols];
+                            }
+                          }});
+  const NDArray y =
+      add_row(array(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3}), array({10.f, 20.f, 30.f}));
+  EXPECT_EQ(y.shape(), (Shape{2, 3}));
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{11, 22, 33, 14, 25, 36}));
+  EXPECT_EQ(error_of([&] {
+              add_row(zeros({2, 3}), zeros({2}));
+            }),
+            "add_row: shapes (2x3) and (2) do not broadcast: axis 1 has 3 against 2");
+}
+
+TEST(CustomOpTest, CheckedShapesAreTheOutputsFunctionsToRefuse) {
+  // (n) and (m) give (n + m): any two vectors, nothing else.
+  const CustomOp join(
+      {.name = "join",
+       .num_inputs = 2,
+       .input_shapes = InputShapes::kChecked,
+       .outputs =
+           [](const std::vector<NDArray>& in) {
+             TAGFLOW_CHECK(in[0].ndim() == 1 && in[1].ndim() == 1,
+                           "join: expected two vectors, got ({}) and ({})", in[0].shape().str(),
+                           in[1].shape().str());
+             return std::vector<OutputSpec>{{Shape{in[0].size() + in[1].size()}, in[0].dtype()}};
+           },
+       .cpu =
+           [](const KernelArgs& k) {
+             float* y = k.outputs[0].data<float>();
+             std::int64_t at = 0;
+             for (const TensorView& in : k.inputs) {
+               for (std::int64_t i = 0; i < in.size(); ++i) y[at++] = in.data<float>()[i];
+             }
+           }});
+  EXPECT_EQ(join(array({1.f, 2.f, 3.f}), array({4.f})).to_vector<float>(),
+            (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(error_of([&] {
+              join(zeros({2, 2}), zeros({3}));
+            }),
+            "join: expected two vectors, got (2x2) and (3)");
+  EXPECT_EQ(
+      error_of([&] {
+        CustomOp({.name = "f", .input_shapes = InputShapes::kChecked, .cpu = add_elementwise});
+      }),
+      "CustomOp 'f': InputShapes::kChecked leaves the shape check to an `outputs` function, "
+      "but none was given");
 }
 
 TEST(CustomOpTest, BackwardWithoutGradientOrWithWrongShapesSaysSo) {
@@ -330,8 +439,9 @@ TEST(CustomOpTest, ErrorsReachExactlyTheWaitsThatDependOnThem) {
     EXPECT_EQ(x.to_vector<float>(), (std::vector<float>{1, 2}));
     EXPECT_EQ(unrelated.to_vector<float>(), (std::vector<float>{6}));
   }
-  // The engine keeps running, and wait_for_all reports what failed.
-  EXPECT_NE(error_of([] { Engine::get().wait_for_all(); }), "(no error)");
+  // The engine keeps running, and wait_for_all does not report again what
+  // the waits above rethrew (Note [Errors seen by wait_for_all]).
+  EXPECT_EQ(error_of([] { Engine::get().wait_for_all(); }), "(no error)");
   EXPECT_EQ(swish()(array({0.f})).to_vector<float>(), (std::vector<float>{0}));
 }
 
@@ -386,7 +496,8 @@ TEST(PushArraysTest, AsynchronousClosureAndErrors) {
                    }});
   EXPECT_NE(error_of([&] { failed.wait(); }).find("bad closure"), std::string::npos);
   EXPECT_NE(error_of([&] { broken.wait_to_read(); }).find("bad closure"), std::string::npos);
-  EXPECT_NE(error_of([] { Engine::get().wait_for_all(); }), "(no error)");
+  // Both waits reported it: wait_for_all does not again.
+  EXPECT_EQ(error_of([] { Engine::get().wait_for_all(); }), "(no error)");
 
   EXPECT_EQ(error_of([] { push_arrays({.name = "nothing", .fn = [](const RunContext&) {}}); }),
             "nothing: expected at least one array to read or write (they fix the device), got "

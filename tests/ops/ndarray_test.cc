@@ -241,6 +241,33 @@ void push_write(const NDArray& a, std::chrono::milliseconds delay, bool fail) {
                       }});
 }
 
+TEST(NDArrayTest, HostReadsAreOrderedWithWritesOtherThreadsPush) {
+  // Note [Host reads]: to_vector reads in an operation of its own, so an
+  // in-place write pushed by another thread meanwhile comes before or after
+  // it, never during it. Each write adds 1 to every element, so a read torn
+  // by a write would see two values (and ThreadSanitizer a race).
+  for (Context ctx : {cpu(0), gpu(0)}) {
+    NDArray x = zeros({1 << 16}, ctx);
+    constexpr int kWrites = 200;
+    std::atomic<bool> writing{true};
+    std::thread writer([&] {
+      for (int i = 0; i < kWrites; ++i) x += 1.f;
+      writing.store(false);
+    });
+    float last = 0;
+    int reads = 0;
+    while (writing.load() || reads < 3) {
+      const std::vector<float> values = x.to_vector<float>();
+      ++reads;
+      for (float v : values) ASSERT_EQ(v, values[0]) << ctx << ": a torn read";
+      ASSERT_GE(values[0], last) << ctx;
+      last = values[0];
+    }
+    writer.join();
+    EXPECT_EQ(x.to_vector<float>()[0], static_cast<float>(kWrites)) << ctx;
+  }
+}
+
 TEST(NDArrayTest, OperatorsReturnBeforeTheWorkEndsAndErrorsSurfaceAtTheWait) {
   for (Context ctx : all_devices()) {
     NDArray a = zeros({4}, DType::kFloat32, ctx);
@@ -333,17 +360,19 @@ TEST(DeviceFaultTest, ReachesCopiesToTheHostReadersAndLaterWork) {
           NDArray on_cpu_reader = on_host + 1;                  // a CPU operation after it
           NDArray on_other_gpu = a.copyto(gpu(1 - ctx.index));  // a healthy device
           NDArray later = ones({2}, DType::kFloat32, ctx);      // unrelated, same device
-          bool to_vector_threw = false;
-          try {
-            static_cast<void>(a.to_vector<float>());
-          } catch (const OperationError&) {
-            to_vector_threw = true;
-          }
+          // wait_for_all first: nothing has reported the fault yet (a wait
+          // that rethrew it would have: Note [Errors seen by wait_for_all]).
           bool wait_for_all_threw = false;
           try {
             Engine::get().wait_for_all();
           } catch (const OperationError&) {
             wait_for_all_threw = true;
+          }
+          bool to_vector_threw = false;
+          try {
+            static_cast<void>(a.to_vector<float>());
+          } catch (const OperationError&) {
+            to_vector_threw = true;
           }
           check_in_child({{"the faulting operation's output", reports_fault(a)},
                           {"a copy to the host", reports_fault(on_host)},
