@@ -14,6 +14,14 @@
 //   }
 //   trainer.step(batch_size);                   // unscaled; skipped on overflow
 //
+// Threads: one thread at a time. An AutocastScope holds for the thread that
+// made it and ends there; compute_dtype() answers for the calling thread, so
+// each thread that runs forward passes opens its own (Note [Mixed
+// precision]). A LossScaler belongs to its Trainer's thread: it makes its
+// state on first use. to_compute_dtype() and to_float32() are operators
+// (ops/elementwise.h) and may be called from any thread.
+// Threads: concurrent reads, exclusive writes. LossScaleOptions is a value.
+//
 // Note [Mixed precision]
 // What runs in which precision inside autocast(dtype), as MXNet's AMP lists
 // and PyTorch's autocast do:

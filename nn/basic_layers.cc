@@ -101,8 +101,10 @@ BatchNorm::BatchNorm(double momentum, double epsilon, bool center, bool scale, i
       register_parameter("gamma", shape, init::One(), scale ? GradReq::kWrite : GradReq::kNull);
   beta_ =
       register_parameter("beta", shape, init::Zero(), center ? GradReq::kWrite : GradReq::kNull);
-  running_mean_ = register_parameter("running_mean", shape, init::Zero(), GradReq::kNull);
-  running_var_ = register_parameter("running_var", shape, init::One(), GradReq::kNull);
+  running_mean_ = register_parameter("running_mean", shape, init::Zero(), GradReq::kNull,
+                                     ParameterKind::kRunningState);
+  running_var_ = register_parameter("running_var", shape, init::One(), GradReq::kNull,
+                                    ParameterKind::kRunningState);
 }
 
 NDArray BatchNorm::forward(const NDArray& x) {

@@ -12,6 +12,11 @@
 // and BatchNorm normalizes with the batch's statistics and updates its
 // running ones; outside, Dropout passes its input through and BatchNorm
 // uses the running statistics.
+//
+// Threads: concurrent reads, exclusive writes. Like every Block (nn/block.h):
+// forward from several threads at once. BatchNorm in training mode updates
+// its running statistics in the order the threads' calls were pushed;
+// Dropout's masks then depend on that order too (ops/random.h).
 
 #include <string>
 

@@ -15,6 +15,7 @@
 #include <fmt/ranges.h>
 
 #include "nn/io/safetensors.h"
+#include "ops/creation.h"
 
 namespace tagflow::nn {
 
@@ -26,6 +27,63 @@ int next_number(const std::string& kind) {
   static std::map<std::string, int> counters;
   std::lock_guard lock(mutex);
   return counters[kind]++;
+}
+
+/// The mean of a parameter's copies, computed in double on the host and
+/// rounded once: identical copies give their own bits.
+NDArray mean_of_copies(const std::vector<NDArray>& copies) {
+  std::vector<double> total(static_cast<std::size_t>(copies[0].size()), 0.0);
+  for (const NDArray& copy : copies) {
+    const std::vector<float> values = copy.to_vector<float>();
+    for (std::size_t i = 0; i < values.size(); ++i) total[i] += values[i];
+  }
+  std::vector<float> mean(total.size());
+  for (std::size_t i = 0; i < total.size(); ++i) {
+    mean[i] = static_cast<float>(total[i] / static_cast<double>(copies.size()));
+  }
+  return array(mean, copies[0].shape());
+}
+
+/// "6x?x5x5": a declared shape with its unknown extents (0) as "?".
+std::string declared_shape(const Shape& shape) {
+  std::string text;
+  for (int axis = 0; axis < shape.ndim(); ++axis) {
+    if (axis > 0) text += "x";
+    text += shape[axis] == 0 ? std::string("?") : std::to_string(shape[axis]);
+  }
+  return text;
+}
+
+/// The first few of `names`, quoted: "'0.weight', '0.bias' and 3 more".
+std::string first_names(const std::vector<std::string>& names) {
+  constexpr std::size_t kShown = 4;
+  std::string text;
+  for (std::size_t i = 0; i < names.size() && i < kShown; ++i) {
+    text += fmt::format("{}'{}'", i == 0 ? "" : ", ", names[i]);
+  }
+  if (names.size() > kShown) text += fmt::format(" and {} more", names.size() - kShown);
+  return text;
+}
+
+/// What load_parameters says when the file's names are not the network's.
+std::string names_mismatch(std::size_t parameters, std::size_t tensors,
+                           const std::vector<std::string>& missing,
+                           const std::vector<std::string>& extra, bool allow_missing,
+                           bool ignore_extra) {
+  std::string text = fmt::format(
+      "the file holds {} tensor{} and the network has {} parameter{}, which do not match by name",
+      tensors, tensors == 1 ? "" : "s", parameters, parameters == 1 ? "" : "s");
+  if (!missing.empty() && !allow_missing) {
+    text += fmt::format("; not in the file: {} (pass allow_missing to keep their values)",
+                        first_names(missing));
+  }
+  if (!extra.empty() && !ignore_extra) {
+    text += fmt::format(
+        "; in the file but not in the network: {} (pass ignore_extra to skip "
+        "them)",
+        first_names(extra));
+  }
+  return text + "; is the file of another network?";
 }
 
 }  // namespace
@@ -154,9 +212,10 @@ std::ostream& operator<<(std::ostream& os, const Block& block) {
 }
 
 ParameterPtr Block::register_parameter(const std::string& suffix, Shape shape,
-                                       init::InitializerPtr init, GradReq grad_req) {
+                                       init::InitializerPtr init, GradReq grad_req,
+                                       ParameterKind kind) {
   auto parameter =
-      std::make_shared<Parameter>(name_ + "_" + suffix, shape, std::move(init), grad_req);
+      std::make_shared<Parameter>(name_ + "_" + suffix, shape, std::move(init), grad_req, kind);
   parameter->owner_ = name_;
   parameters_.emplace_back(suffix, parameter);
   return parameter;
@@ -205,7 +264,10 @@ void Block::save_parameters(const std::filesystem::path& path) const {
                   "save_parameters: parameter '{}' ({}) is not initialized: initialize the "
                   "network (and run a forward pass if shapes are inferred) before saving",
                   name, p->name());
-    tensors.emplace_back(name, p->list_data()[0].detach());
+    const std::vector<NDArray> copies = p->list_data();
+    tensors.emplace_back(name, p->kind() == ParameterKind::kRunningState && copies.size() > 1
+                                   ? mean_of_copies(copies)
+                                   : copies[0].detach());
   }
   io::save_safetensors(path, tensors);
 }
@@ -216,18 +278,26 @@ void Block::load_parameters(const std::filesystem::path& path, const std::vector
   std::map<std::string, NDArray> loaded;
   for (auto& [name, value] : io::load_safetensors(path, contexts[0])) loaded.emplace(name, value);
 
-  // Everything is checked before any parameter changes.
+  // Everything is checked before any parameter changes. Names first: a file
+  // of another network says so, rather than a shape deep inside it.
   const auto params = structural_params();
-  std::set<std::string> used;
+  std::vector<std::string> missing;
+  std::set<std::string> known;
+  for (const auto& [name, p] : params) {
+    known.insert(name);
+    if (loaded.count(name) == 0) missing.push_back(name);
+  }
+  std::vector<std::string> extra;
+  for (const auto& [name, value] : loaded) {
+    if (known.count(name) == 0) extra.push_back(name);
+  }
+  if ((!missing.empty() && !allow_missing) || (!extra.empty() && !ignore_extra)) {
+    throw io::FileError(path, names_mismatch(params.size(), loaded.size(), missing, extra,
+                                             allow_missing, ignore_extra));
+  }
   for (const auto& [name, p] : params) {
     auto it = loaded.find(name);
-    if (it == loaded.end()) {
-      if (allow_missing) continue;
-      throw io::FileError(
-          path, fmt::format("parameter '{}' ({}, shape ({})) is missing from the file", name,
-                            p->name(), p->shape().str()));
-    }
-    used.insert(name);
+    if (it == loaded.end()) continue;  // allowed missing
     // float16 and bfloat16 (a network saved in half precision) widen to
     // float32 exactly.
     if (is_half(it->second.dtype())) it->second = it->second.astype(DType::kFloat32);
@@ -238,24 +308,14 @@ void Block::load_parameters(const std::filesystem::path& path, const std::vector
                                             name, p->name(), dtype_name(value.dtype())));
     }
     if (!p->accepts_shape(value.shape())) {
-      throw io::FileError(path,
-                          fmt::format("parameter '{}' ({}): expected shape ({}), the "
-                                      "file has ({})",
-                                      name, p->name(), p->shape().str(), value.shape().str()));
+      throw io::FileError(
+          path, fmt::format("parameter '{}' ({}): expected shape ({}), the file "
+                            "has ({}); is the file of another network?",
+                            name, p->name(), declared_shape(p->shape()), value.shape().str()));
     }
-  }
-  if (!ignore_extra && used.size() != loaded.size()) {
-    std::vector<std::string> extra;
-    for (const auto& [name, value] : loaded) {
-      if (used.count(name) == 0) extra.push_back(name);
-    }
-    throw io::FileError(path,
-                        fmt::format("the file has tensors that match no parameter of {}: {} (pass "
-                                    "ignore_extra to skip them)",
-                                    name_, fmt::join(extra, ", ")));
   }
   for (const auto& [name, p] : params) {
-    if (used.count(name) != 0) p->load(loaded.at(name), contexts);
+    if (auto it = loaded.find(name); it != loaded.end()) p->load(it->second, contexts);
   }
 }
 

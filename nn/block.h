@@ -11,6 +11,20 @@
 // Blocks are held by shared pointers, so a block added to a Sequential can
 // still be reached by the caller. Names follow MXNet: "dense0_weight".
 //
+// Threads: concurrent reads, exclusive writes. forward() (calling a block)
+// is a read: several threads may run a network at once, its first call
+// included, which infers the unknown shapes and completes a deferred
+// initialization exactly once (Note [Inferring a shape once] in
+// nn/parameter.cc). describe(), collect_params(), structural_params() and
+// save_parameters() are reads too (an update another thread pushes
+// meanwhile comes after the values saved: nn/io/safetensors.h).
+// Building a network (add(),
+// register_parameter(), register_child(), adopt_parameter()),
+// initialize() and load_parameters() are writes: one thread, while no other
+// uses the network. Blocks may be made on several threads at once (each
+// kind's counter takes a lock), but their names then follow the threads'
+// order.
+//
 // Parameter files name parameters by their place in the network instead
 // ("0.weight", "1.0.bias": the child's position, then the parameter), as
 // Gluon's save_parameters and PyTorch's state_dict do, so that a fresh
@@ -75,8 +89,10 @@ class Block {
   /// ("0.weight", "2.1.bias"). Depth first, in registration order.
   std::vector<std::pair<std::string, ParameterPtr>> structural_params() const;
 
-  /// Writes every parameter (the copy on its first device) to `path` as a
-  /// safetensors file under its structural name. Throws io::FileError
+  /// Writes every parameter to `path` as a safetensors file under its
+  /// structural name: the copy on its first device, or, for running state
+  /// on several devices, the mean of the copies (Note [Running state across
+  /// devices] in nn/trainer.h). Waits for the values. Throws io::FileError
   /// when the write fails, tagflow::Error for a parameter that is not
   /// initialized.
   void save_parameters(const std::filesystem::path& path) const;
@@ -114,7 +130,8 @@ class Block {
   explicit Block(const char* kind);
   ParameterPtr register_parameter(const std::string& suffix, Shape shape,
                                   init::InitializerPtr init = nullptr,
-                                  GradReq grad_req = GradReq::kWrite);
+                                  GradReq grad_req = GradReq::kWrite,
+                                  ParameterKind kind = ParameterKind::kLearned);
   /// Makes `parameter`, made apart from any block (as a Python subclass
   /// makes `gluon.Parameter("weight", shape=...)` before assigning it), this
   /// block's under `suffix`, renamed "<block>_<suffix>". Throws

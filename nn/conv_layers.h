@@ -12,6 +12,9 @@
 //
 //   nn::Conv2D(64, {3, 1}, "", {.stride = {2, 2}, .padding = {1, 0}})
 //   nn::AvgPool2D(3, 1, 1)          // 3x3 windows, stride 1, padding 1
+//
+// Threads: concurrent reads, exclusive writes. Like every Block (nn/block.h):
+// forward from several threads at once. Size2 is a value.
 
 #include <array>
 #include <optional>

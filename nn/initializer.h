@@ -4,6 +4,10 @@
 // random::seed gives the same parameters on every device.
 //
 //   net.initialize(init::Xavier(), {gpu(0), gpu(1)});
+//
+// Threads: safe to call concurrently. An Initializer is immutable once made;
+// fill() draws from the global generator, so the values depend on the order
+// of the threads' random calls (ops/random.h).
 
 #include <memory>
 #include <string>

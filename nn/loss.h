@@ -5,6 +5,9 @@
 //   nn::SoftmaxCrossEntropyLoss loss;
 //   NDArray l = loss(net(x), y);      // y: class indices, (batch), any dtype
 //   sum(l).backward();
+//
+// Threads: safe to call concurrently. A loss is immutable once made and
+// calls only operators.
 
 #include "ops/ndarray.h"
 

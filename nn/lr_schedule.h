@@ -24,6 +24,9 @@
 //   t <= max_update, then final.
 // The trainer counts its updates (Trainer::updates()), so a schedule's
 // position is that count, saved with the trainer's state.
+//
+// Threads: concurrent reads, exclusive writes (a value, as a std::vector).
+// learning_rate(), check() and describe() keep no state.
 
 #include <cstdint>
 #include <string>

@@ -29,19 +29,68 @@ std::string contexts_text(const std::vector<Context>& contexts) {
 
 }  // namespace
 
-Parameter::Parameter(std::string name, Shape shape, init::InitializerPtr init, GradReq grad_req)
-    : name_(std::move(name)), shape_(shape), init_(std::move(init)), grad_req_(grad_req) {}
+// Note [Inferring a shape once]
+// A network's first forward call infers the shapes its deferred parameters
+// wait for, and several threads may make that call together (a service's
+// inference threads starting at once). infer_shape() holds the parameter's
+// mutex: the first call fills in the extents and allocates the deferred
+// values, the others find the shape known and only compare theirs with it.
+// Readers take the same mutex until then. Once the shape is known and the
+// values exist, `shape_known_` (stored with release after the last write)
+// lets them read without it: from then on only the exclusive writes
+// (initialize, load, reset_ctx, ...) change the fields, and those are the
+// caller's to keep apart from other uses. So inference through a warm
+// network costs one acquire load per parameter read, and no shared cache
+// line is written. The values are drawn when the first call gets to the
+// parameter, in the network's order, so concurrent first calls draw the
+// same values a single call would, as long as no other thread draws from
+// the global generator meanwhile (ops/random.h).
+
+Parameter::Parameter(std::string name, Shape shape, init::InitializerPtr init, GradReq grad_req,
+                     ParameterKind kind)
+    : name_(std::move(name)),
+      shape_(shape),
+      init_(std::move(init)),
+      grad_req_(grad_req),
+      kind_(kind),
+      shape_known_(shape_known(shape_)) {}
+
+std::unique_lock<std::mutex> Parameter::lock_unless_known() const {
+  if (shape_known_.load(std::memory_order_acquire)) return {};
+  return std::unique_lock(mutex_);
+}
+
+Shape Parameter::shape() const {
+  const auto lock = lock_unless_known();
+  return shape_;
+}
+
+bool Parameter::initialized() const {
+  const auto lock = lock_unless_known();
+  return !data_.empty();
+}
+
+std::vector<Context> Parameter::list_ctx() const {
+  const auto lock = lock_unless_known();
+  return contexts_;
+}
+
+std::vector<NDArray> Parameter::list_data() const {
+  const auto lock = lock_unless_known();
+  return data_;
+}
 
 void Parameter::initialize(const init::InitializerPtr& default_init,
                            const std::vector<Context>& contexts, bool force_reinit) {
   TAGFLOW_CHECK(!contexts.empty(), "initialize: parameter '{}': expected at least one device",
                 name_);
   for (Context c : contexts) check_device(c);
-  if (initialized() || deferred_init_) {
+  const std::lock_guard lock(mutex_);
+  if (!data_.empty() || deferred_init_) {
     TAGFLOW_CHECK(force_reinit,
                   "initialize: parameter '{}' is already initialized on {}; pass force_reinit "
                   "to draw new values",
-                  name_, contexts_text(initialized() ? contexts_ : deferred_contexts_));
+                  name_, contexts_text(!data_.empty() ? contexts_ : deferred_contexts_));
   }
   const init::InitializerPtr chosen = init_ != nullptr ? init_ : default_init;
   TAGFLOW_CHECK(chosen != nullptr, "initialize: parameter '{}' has no initializer", name_);
@@ -71,6 +120,7 @@ void Parameter::allocate(const init::InitializerPtr& init, const std::vector<Con
 }
 
 bool Parameter::accepts_shape(const Shape& shape) const {
+  const auto lock = lock_unless_known();
   if (shape.ndim() != shape_.ndim()) return false;
   for (int axis = 0; axis < shape.ndim(); ++axis) {
     if (shape_[axis] != 0 && shape_[axis] != shape[axis]) return false;
@@ -79,6 +129,7 @@ bool Parameter::accepts_shape(const Shape& shape) const {
 }
 
 void Parameter::infer_shape(const Shape& shape) {
+  const auto lock = lock_unless_known();
   TAGFLOW_CHECK(shape.ndim() == shape_.ndim(),
                 "parameter '{}': declared with shape ({}), inferred ({})", name_, shape_.str(),
                 shape.str());
@@ -87,15 +138,17 @@ void Parameter::infer_shape(const Shape& shape) {
                   "parameter '{}': declared with shape ({}), but the input gives ({})", name_,
                   shape_.str(), shape.str());
   }
+  if (shape_known_.load(std::memory_order_relaxed)) return;  // inferred before
   shape_ = shape;
   if (deferred_init_) allocate(deferred_init_, deferred_contexts_);
+  shape_known_.store(true, std::memory_order_release);
 }
 
 std::size_t Parameter::index_of(Context ctx, const char* what) const {
   // Said as the layer that uses the parameter (Note [Names in order of
   // appearance]: its block's name), not as this function.
   const std::string user = owner_.empty() ? std::string("parameters") : owner_;
-  TAGFLOW_CHECK(initialized(), "{}: {} of parameter '{}' asked for, but the parameter is not {}",
+  TAGFLOW_CHECK(!data_.empty(), "{}: {} of parameter '{}' asked for, but the parameter is not {}",
                 user, what, name_,
                 deferred_init_ ? "initialized yet: its shape is inferred on the first forward "
                                  "pass, so run one (net(x)) first"
@@ -114,25 +167,34 @@ std::size_t Parameter::index_of(Context ctx, const char* what) const {
       contexts_text(wanted), contexts_[0].str());
 }
 
-NDArray Parameter::data(Context ctx) const { return data_[index_of(ctx, "the value")]; }
+NDArray Parameter::data(Context ctx) const {
+  const auto lock = lock_unless_known();
+  return data_[index_of(ctx, "the value")];
+}
 
 NDArray Parameter::data() const {
+  const auto lock = lock_unless_known();
   TAGFLOW_CHECK(contexts_.size() <= 1,
                 "data: parameter '{}' lives on several devices ({}): ask for one with data(ctx)",
                 name_, contexts_text(contexts_));
   return data_[index_of(contexts_.empty() ? cpu() : contexts_[0], "the value")];
 }
 
-NDArray Parameter::grad(Context ctx) const { return data_[index_of(ctx, "the gradient")].grad(); }
+NDArray Parameter::grad(Context ctx) const {
+  const auto lock = lock_unless_known();
+  return data_[index_of(ctx, "the gradient")].grad();
+}
 
 std::vector<NDArray> Parameter::list_grad() const {
+  const auto lock = lock_unless_known();
   std::vector<NDArray> grads;
   for (const NDArray& d : data_) grads.push_back(d.grad());
   return grads;
 }
 
 void Parameter::set_data(const NDArray& value) {
-  TAGFLOW_CHECK(initialized(), "set_data: parameter '{}' is not initialized", name_);
+  const std::lock_guard lock(mutex_);
+  TAGFLOW_CHECK(!data_.empty(), "set_data: parameter '{}' is not initialized", name_);
   TAGFLOW_CHECK(value.shape() == shape_, "set_data: parameter '{}' has shape ({}), the value ({})",
                 name_, shape_.str(), value.shape().str());
   for (const NDArray& d : data_) value.copyto(d);
@@ -145,17 +207,20 @@ void Parameter::load(const NDArray& value, const std::vector<Context>& contexts)
   TAGFLOW_CHECK(!contexts.empty(), "load: parameter '{}': expected at least one device", name_);
   for (Context c : contexts) check_device(c);
   TAGFLOW_CHECK(accepts_shape(value.shape()), "load: parameter '{}' has shape ({}), the value ({})",
-                name_, shape_.str(), value.shape().str());
+                name_, shape().str(), value.shape().str());
+  const std::lock_guard lock(mutex_);
   shape_ = value.shape();
   deferred_init_ = nullptr;  // the value replaces a deferred initialization
   deferred_contexts_.clear();
   replicate(value, contexts);
+  shape_known_.store(true, std::memory_order_release);
 }
 
 void Parameter::reset_ctx(const std::vector<Context>& contexts) {
   TAGFLOW_CHECK(!contexts.empty(), "reset_ctx: parameter '{}': expected at least one device",
                 name_);
-  if (!initialized()) {
+  const std::lock_guard lock(mutex_);
+  if (data_.empty()) {
     if (deferred_init_) deferred_contexts_ = contexts;
     return;
   }
@@ -173,6 +238,7 @@ void Parameter::replicate(NDArray source, const std::vector<Context>& contexts) 
 }
 
 void Parameter::zero_grad() {
+  const std::lock_guard lock(mutex_);
   for (const NDArray& d : data_) {
     if (grad_req_ != GradReq::kNull) fill(d.grad(), 0);
   }

@@ -6,6 +6,8 @@
 //   std::vector<NDArray> parts = nn::split_and_load(data, devices);    // 128 rows each
 //   // parts[i] lives on devices[i]; the host returns at once (the copies
 //   // are engine operations on the copy workers).
+//
+// Threads: safe to call concurrently. Like every operator (ops/elementwise.h).
 
 #include <vector>
 

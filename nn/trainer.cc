@@ -184,6 +184,27 @@ void Trainer::update(std::int64_t batch_size) {
     }
   }
   if (overflow.defined()) scaler_.update(overflow);
+  average_running_state();
+}
+
+void Trainer::average_running_state() {
+  // Note [Running state across devices] in trainer.h.
+  std::vector<std::pair<std::vector<NDArray>, std::size_t>> summed;
+  std::size_t index = 0;
+  for (const ParameterPtr& p : params_) {
+    const int key = static_cast<int>(index++);
+    if (p->kind() != ParameterKind::kRunningState || !p->initialized()) continue;
+    std::vector<NDArray> copies = p->list_data();
+    const std::size_t count = aggregator_->copies_summed(copies.size());
+    if (count < 2) continue;
+    aggregator_->allreduce(copies, key);  // it has no gradient: its key is free
+    summed.emplace_back(std::move(copies), count);
+  }
+  if (summed.empty()) return;
+  aggregator_->flush();  // the sums pushed before the divisions that read them
+  for (auto& [copies, count] : summed) {
+    for (NDArray& copy : copies) copy /= static_cast<double>(count);
+  }
 }
 
 void Trainer::make_states() {

@@ -22,6 +22,38 @@
 //   }
 //   for (NDArray& l : losses) l.backward();
 //   trainer.step(batch.data.shape()[0]);   // the whole batch's size
+//
+// Note [Running state across devices]
+// Running state (ParameterKind::kRunningState: BatchNorm's running mean and
+// variance) is not learned from gradients: each device's forward pass in
+// training mode moves its own copy towards the statistics of its own slice
+// of the batch, so the copies drift apart, and a network evaluated or saved
+// from one device would predict differently from another. So every update()
+// ends by making each such parameter's copies the mean of them all: summed
+// by the trainer's aggregator, as the gradients are, and divided by the
+// number of copies summed, in every process (engine operations, ordered
+// after the forward passes that wrote the statistics and before the next
+// ones). Every copy then holds the same bits after every step, and
+// evaluating on any device gives the same result. The sum goes through the
+// aggregator's collectives rather than through copies between devices: on
+// GPUs, a copy between two devices that a collective's parts wait behind
+// can hold the collective up for ever (a stream waits for peers whose parts
+// are queued behind work that waits for it). With equal slices this mean is
+// what one device would keep from the whole batch for the running mean; for
+// the variance it leaves out the spread between the slices' means, as
+// MXNet's averaging does (synchronised batch norm, which computes the
+// statistics over all devices in the forward pass, is not provided). A
+// network trained without a Trainer keeps differing copies;
+// Block::save_parameters then writes their mean (MXNet's rule), so a file
+// does not depend on which device was first.
+//
+// Threads: one thread at a time. A Trainer keeps its optimiser state (made
+// on the first step), step count and loss scaler without locks, and its
+// aggregator needs its calls in one order (nn/dist/gradient_aggregator.h);
+// its parameters may be read (evaluated) by other threads meanwhile, since
+// every update is an engine operation ordered with their reads, but only one
+// thread steps it.
+// Threads: concurrent reads, exclusive writes. TrainerOptions is a value.
 
 #include <cstdint>
 #include <filesystem>
@@ -87,7 +119,8 @@ class Trainer {
   /// process it changes nothing.
   void broadcast_parameters();
   /// The fused update of every parameter's copies, from their gradients as
-  /// they are (aggregated or not). Returns at once.
+  /// they are (aggregated or not), then the copies of running state averaged
+  /// over their devices (Note [Running state across devices]). Returns at once.
   void update(std::int64_t batch_size);
 
   /// Writes the optimizer's state (Note [Trainer state]) to the safetensors
@@ -137,6 +170,9 @@ class Trainer {
 
  private:
   void check_initialized() const;
+  /// Makes the copies of every running-state parameter their mean (Note
+  /// [Running state across devices]).
+  void average_running_state();
   /// Makes the per-device states of every parameter that has none (zeros).
   void make_states();
   /// Scales every gradient by min(1, clip_global_norm / norm) (Note

@@ -1,6 +1,10 @@
 #pragma once
 // Allocator: the memory of one device, as the layers above see it. Storage
 // (storage.h) keeps one per context. Internal to storage/ and ops/.
+//
+// Threads: safe to call concurrently. Every allocator Storage makes takes
+// its own locks; a block may be released on another thread than the one
+// that allocated it.
 
 #include <cstdint>
 

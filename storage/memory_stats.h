@@ -1,6 +1,11 @@
 #pragma once
 // MemoryStats: what a device's allocator reports; OutOfMemoryError: what it
 // throws when a request cannot be met even after releasing its cache.
+//
+// Threads: concurrent reads, exclusive writes. MemoryStats is a value (as an
+// int).
+// Threads: safe to call concurrently. An OutOfMemoryError is immutable once
+// thrown.
 
 #include <cstddef>
 #include <cstdint>

@@ -9,6 +9,12 @@
 //   MemoryStats s = memory_stats(gpu(0));
 //   std::cout << s.in_use << " bytes in use, " << s.cached << " cached\n";
 //   empty_cache(gpu(0));
+//
+// Threads: safe to call concurrently. The functions here, and the allocator
+// of a context made on first use, may be called from any thread. While other
+// threads allocate and release, memory_stats() may miss what they do
+// meanwhile, and its peak may be off by up to 64 KiB per such thread (Note
+// [Figures of the magazines] in storage/detail/pooled_allocator.h).
 
 #include <array>
 #include <atomic>

@@ -6,6 +6,9 @@
 //
 //   static_assert(TAGFLOW_VERSION >= TAGFLOW_VERSION_NUMBER(0, 1, 0));
 //   std::cout << tagflow::version_string();   // the library's, at run time
+//
+// Threads: safe to call concurrently. The macros are constants, and
+// version_string() returns one.
 
 #define TAGFLOW_VERSION_MAJOR 0
 #define TAGFLOW_VERSION_MINOR 1

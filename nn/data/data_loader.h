@@ -13,8 +13,12 @@
 // the samples in a new order drawn from `seed` and the epoch number, so the
 // same seed gives the same epochs whatever num_workers is.
 //
-// One thread iterates a loader (its workers are internal); the data set's
-// get() and transforms are called from the workers concurrently.
+// Threads: one thread at a time. One thread iterates a loader and its
+// iterators (its workers are internal); the data set's get() and transforms
+// are called from the workers concurrently. batch_size(), context() and
+// dataset() never change and may be read from any thread.
+// Threads: concurrent reads, exclusive writes. DataLoaderOptions and Batch
+// are values.
 //
 // For data-parallel training over several processes, each process (rank)
 // reads its own part of every epoch, as PyTorch's DistributedSampler:

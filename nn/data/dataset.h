@@ -11,14 +11,18 @@
 // Names live in tagflow::data (gluon.data) and tagflow::data::transforms
 // (gluon.data.vision.transforms), beside tagflow::nn (gluon.nn).
 //
-// A Dataset is a small handle: copies share the same samples, and `get` may
-// be called from several threads at once (the DataLoader's workers do), so
-// a data set of your own must be safe to read concurrently:
+// Threads: concurrent reads, exclusive writes. A Dataset is a small handle:
+// copies share the same samples, and `get` may be called from several
+// threads at once (the DataLoader's workers do), so a data set of your own
+// must be safe to read concurrently:
 //
 //   data::Dataset squares(100, [](std::int64_t i) {
 //     return data::Sample{data::HostArray::scalar<float>(i * i),
 //                         data::HostArray::scalar<std::int32_t>(i % 2)};
 //   });
+//
+// Assigning to a Dataset object is a write. ArrayDataset and FashionMNIST
+// read arrays that never change after construction; a Sample is a value.
 
 #include <cstdint>
 #include <filesystem>

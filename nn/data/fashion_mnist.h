@@ -7,6 +7,11 @@
 //   FashionMnist test = load_fashion_mnist(default_fashion_mnist_dir(), false);
 //   std::cout << fashion_mnist_labels()[test.labels[0].asscalar<std::int32_t>()];
 //   // ankle boot
+//
+// Threads: safe to call concurrently. load_fashion_mnist() reads the files
+// anew on each call.
+// Threads: concurrent reads, exclusive writes. A FashionMnist is a value of
+// two array handles (ops/ndarray.h).
 
 #include <filesystem>
 #include <span>

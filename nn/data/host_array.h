@@ -9,6 +9,9 @@
 //   NDArray x = image.to_ndarray(gpu(0));                     // one engine copy
 //
 // A value type: copying a HostArray copies its values, moving it moves them.
+//
+// Threads: concurrent reads, exclusive writes (a value, as a std::vector).
+// The non-const values() and bytes() give access for writing.
 
 #include <cstddef>
 #include <cstdint>

@@ -9,6 +9,11 @@
 //
 // They work on one host sample (or a batch of them) at a time, without the
 // engine: Note [Samples live on the host] in data_loader.h.
+//
+// Threads: safe to call concurrently. ToTensor, Normalize and Compose keep
+// no state beyond what they are made with, and draw no random numbers, so
+// the DataLoader's workers may share them; Compose is as safe as the
+// transforms it holds.
 
 #include <vector>
 

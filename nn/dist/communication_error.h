@@ -4,6 +4,9 @@
 // stuck), or another process's input carried an error (Note [Failures and
 // timeouts] in nn/dist/mpi_communicator.h, Note [NCCL failures and timeouts]
 // in nn/dist/nccl_aggregator.h).
+//
+// Threads: safe to call concurrently. A CommunicationError is immutable once
+// thrown.
 
 #include "engine/error.h"
 

@@ -10,6 +10,13 @@
 // multi-process aggregator (MpiAggregator, NcclAggregator across processes)
 // implements as well.
 //
+// Threads: one thread at a time. One thread (the Trainer's) calls an
+// aggregator: those over several GPUs or processes need every device to
+// issue the collectives in the same order, and most keep state between
+// calls (the local one makes its NCCL cliques on first use).
+// Threads: safe to call concurrently. DeviceAggregator keeps no state: its
+// allreduce only pushes copies and additions, which run in push order.
+//
 // Note [Aggregating as gradients become ready]
 // backward() pushes its operations and returns; step() then pushes the
 // aggregation of each parameter, last layer first, with priority
@@ -73,6 +80,12 @@ class GradientAggregator {
   /// message). Trainer calls it after the last call of a step. Default:
   /// nothing is held back.
   virtual void flush() {}
+
+  /// How many copies an allreduce() of `local_copies` copies in this
+  /// process sums over, in all processes: `local_copies` for an aggregator
+  /// within one process. Trainer divides sums of running state by it (Note
+  /// [Running state across devices] in nn/trainer.h).
+  virtual std::size_t copies_summed(std::size_t local_copies) const { return local_copies; }
 
   /// Shown in logs, e.g. "device".
   virtual std::string name() const = 0;

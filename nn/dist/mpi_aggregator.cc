@@ -131,6 +131,10 @@ void MpiAggregator::close_bucket() {
   open_ = Bucket{};
 }
 
+std::size_t MpiAggregator::copies_summed(std::size_t local_copies) const {
+  return local_copies * static_cast<std::size_t>(processes_->size());
+}
+
 void MpiAggregator::flush() {
   check_in_step("MpiAggregator::flush");
   try {

@@ -9,6 +9,12 @@
 //   ... forward and backward on this process's shard of the batch ...
 //   trainer.step(global_batch_size);  // gradients summed over every device of every process
 //
+// Threads: one thread at a time. It keeps the open bucket and the hashes of
+// what it sent between calls, and every process must make the same calls in
+// the same order (Note [Issue order] in mpi_communicator.h).
+// Threads: concurrent reads, exclusive writes. MpiAggregatorOptions is a
+// value.
+//
 // Note [Sums across processes]
 // For each parameter, allreduce() pushes, with kCommunicationPriority:
 //  1. the sum of the process's own copies onto one of its devices (a host
@@ -85,6 +91,9 @@ class MpiAggregator final : public GradientAggregator {
   /// [Checking the processes agree]); throws CommunicationError when the
   /// processes disagree.
   void flush() override;
+  /// `local_copies` in each of the communicator's processes (every process
+  /// holds its parameters on as many devices).
+  std::size_t copies_summed(std::size_t local_copies) const override;
   std::string name() const override { return "mpi"; }
 
   /// The processes it sums over.

@@ -8,6 +8,14 @@
 //   g.wait_to_read();                            // g holds its sum over every process
 //   if (world->rank() == 0) fmt::print("{} processes\n", world->size());
 //
+// Threads: one thread at a time. The collectives (allreduce, broadcast, sum,
+// gather, broadcast_bytes, barrier) take their tickets in the order they are
+// called, which must be the same in every process (Note [Issue order]).
+// world(), rank(), size(), local_size(), host(), options() and broken() may
+// be called from any thread, and abort() too where MPI gives
+// MPI_THREAD_MULTIPLE (see abort()).
+// Threads: concurrent reads, exclusive writes. MpiOptions is a value.
+//
 // Note [Collectives as engine operations]
 // allreduce() and broadcast() push one asynchronous engine operation, with
 // kCommunicationPriority, on the arrays' host device. When the arrays are

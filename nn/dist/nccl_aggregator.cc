@@ -178,7 +178,7 @@ struct NcclAggregator::Communicators {
 };
 
 NcclAggregator::NcclAggregator(const std::vector<Context>& gpus, double timeout_seconds)
-    : devices_(gpus) {
+    : devices_(gpus), ranks_(gpus.size()) {
   check_timeout(timeout_seconds);
   check_real_gpus(gpus);
   std::vector<int> indices;
@@ -191,7 +191,7 @@ NcclAggregator::NcclAggregator(const std::vector<Context>& gpus, double timeout_
 
 NcclAggregator::NcclAggregator(const std::vector<Context>& local_gpus,
                                std::shared_ptr<ProcessGroup> processes, double timeout_seconds)
-    : devices_(local_gpus) {
+    : devices_(local_gpus), ranks_(local_gpus.size()) {
   check_communicator(processes);
   check_timeout(timeout_seconds);
   check_real_gpus(local_gpus);
@@ -204,6 +204,7 @@ NcclAggregator::NcclAggregator(const std::vector<Context>& local_gpus,
     if (static_cast<int>(r) < processes->rank()) first += counts[r];
     total += counts[r];
   }
+  ranks_ = static_cast<std::size_t>(total);
   const ncclUniqueId id = shared_unique_id(*processes, local_gpus[0]);
   std::vector<ncclComm_t> comms =
       init_ranks(local_gpus, static_cast<int>(total), id, static_cast<int>(first));
@@ -234,6 +235,8 @@ NcclAggregator::~NcclAggregator() {
 }
 
 bool NcclAggregator::broken() const { return comms_->monitor->broken(); }
+
+std::size_t NcclAggregator::copies_summed(std::size_t) const { return ranks_; }
 
 void NcclAggregator::allreduce(std::span<const NDArray> copies, int key) {
   push(copies, key, Collective::kAllreduce, "NcclAggregator::allreduce");
@@ -308,7 +311,7 @@ bool nccl_available() { return false; }
 struct NcclAggregator::Communicators {};
 
 NcclAggregator::NcclAggregator(const std::vector<Context>& gpus, double timeout_seconds)
-    : devices_(gpus) {
+    : devices_(gpus), ranks_(gpus.size()) {
   check_timeout(timeout_seconds);
   check_real_gpus(gpus);
   throw_no_nccl();
@@ -316,7 +319,7 @@ NcclAggregator::NcclAggregator(const std::vector<Context>& gpus, double timeout_
 
 NcclAggregator::NcclAggregator(const std::vector<Context>& local_gpus,
                                std::shared_ptr<ProcessGroup> processes, double timeout_seconds)
-    : devices_(local_gpus) {
+    : devices_(local_gpus), ranks_(local_gpus.size()) {
   check_communicator(processes);
   check_timeout(timeout_seconds);
   check_real_gpus(local_gpus);
@@ -326,6 +329,8 @@ NcclAggregator::NcclAggregator(const std::vector<Context>& local_gpus,
 NcclAggregator::~NcclAggregator() = default;
 
 bool NcclAggregator::broken() const { return false; }
+
+std::size_t NcclAggregator::copies_summed(std::size_t local_copies) const { return local_copies; }
 
 void NcclAggregator::allreduce(std::span<const NDArray>, int) { throw_no_nccl(); }
 

@@ -13,6 +13,11 @@
 //   nccl->broadcast(param->list_data(), index);   // process 0's weights everywhere
 //   nccl->allreduce(param->list_grad(), index);   // sums over every GPU of every process
 //
+// Threads: one thread at a time. Every GPU must issue the collectives in the
+// order allreduce() and broadcast() were called (Note [NCCL collectives as
+// engine operations]); calls from two threads could reach two GPUs in
+// different orders. devices() and broken() may be read from any thread.
+//
 // Note [NCCL collectives as engine operations]
 // allreduce() pushes one operation per GPU, on that GPU's compute queue,
 // writing the gradient there and the GPU's order variable, with
@@ -125,6 +130,8 @@ class NcclAggregator final : public GradientAggregator {
   ///
   ///   nccl.broadcast(param->list_data(), index);
   void broadcast(std::span<const NDArray> copies, int key) override;
+  /// Every rank of the clique, in every process.
+  std::size_t copies_summed(std::size_t local_copies) const override;
   std::string name() const override { return "nccl"; }
   /// This process's GPUs of the clique, in the order given.
   const std::vector<Context>& devices() const { return devices_; }
@@ -139,6 +146,8 @@ class NcclAggregator final : public GradientAggregator {
   void push(std::span<const NDArray> copies, int key, Collective collective, const char* who);
 
   std::vector<Context> devices_;
+  /// The clique's ranks in all processes (devices_.size() within one).
+  std::size_t ranks_ = 0;
   std::unique_ptr<Communicators> comms_;
 };
 

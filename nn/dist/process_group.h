@@ -10,6 +10,10 @@
 // Every call is collective unless it says otherwise: each process of the
 // group makes it, in the same order. All of them throw CommunicationError
 // when the processes cannot communicate.
+//
+// Threads: one thread at a time. The collectives must be made in one order
+// in every process, so one thread makes them; rank() and size() never change
+// and may be read from any thread.
 
 #include <cstddef>
 #include <cstdint>

@@ -10,6 +10,10 @@
 //   ring.allreduce(param->list_grad(), index);   // returns at once
 //   dist::RingAggregator inline_ring(QueueKind::kCompute);  // as NcclAggregator runs
 //
+// Threads: one thread at a time. Every GPU must issue the collectives in the
+// order allreduce() and broadcast() were called, and the order variables are
+// made on first use.
+//
 // Note [Collectives on simulated GPUs]
 // allreduce() pushes one operation per GPU, on its copy queue (a stream of
 // its own, as frameworks run NCCL, so that sums overlap backward; or on the

@@ -7,6 +7,8 @@
 //   of data, the file has 1000
 //   model.safetensors: tensor 'dense0.weight': expected data_offsets
 //   [begin, end] with begin <= end, got [96, 64]
+//
+// Threads: safe to call concurrently. A FileError is immutable once thrown.
 
 #include <filesystem>
 #include <string>

@@ -28,6 +28,9 @@
 // allocated before the header is found plausible: the declared data must fit
 // the limit and, for a plain file, match the file's size exactly; for a gzip
 // file, be no more than deflate's largest expansion (1032:1) of the file.
+//
+// Threads: safe to call concurrently. read_idx keeps no state: several
+// threads may read files, the same file included, at once.
 
 #include <cstdint>
 #include <filesystem>

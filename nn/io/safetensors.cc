@@ -578,12 +578,11 @@ void save_safetensors(const std::filesystem::path& path,
   header.append((8 - header.size() % 8) % 8, ' ');
   const std::uint64_t header_bytes = header.size();
 
-  // Device arrays come back through copies pushed all at once, then waited for.
+  // Copies pushed all at once, then waited for: host arrays too, so that
+  // a write another thread pushes meanwhile comes after the copy instead of
+  // racing the file's write (Note [Host reads] in ops/ndarray.cc).
   std::vector<NDArray> host;
-  for (const auto* entry : order) {
-    const NDArray& a = entry->second;
-    host.push_back(a.context().is_host() ? a : a.copyto(cpu(0)));
-  }
+  for (const auto* entry : order) host.push_back(entry->second.copyto(cpu(0)));
   std::vector<std::pair<const void*, std::uint64_t>> pieces = {{&header_bytes, 8},
                                                                {header.data(), header.size()}};
   for (const NDArray& a : host) {

@@ -11,6 +11,12 @@
 //                    {{"format", "tagflow"}});
 //   for (auto& [name, value] : load_safetensors("model.safetensors", gpu(0))) { ... }
 //
+// Threads: safe to call concurrently. Loads and saves may run at once, on
+// one file too: each save writes a temporary file of its own and renames it,
+// so a reader sees a whole file and the last rename wins. Saving copies the
+// arrays in engine operations first, so a write another thread pushes
+// meanwhile comes after the copy (Note [Host reads] in ops/ndarray.cc).
+//
 // Note [safetensors layout]
 // - Tensor order in the file: by dtype alignment, largest first (I64, F32,
 //   I32, U8), then by name, byte-wise, exactly as the reference writer

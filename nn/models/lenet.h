@@ -6,6 +6,9 @@
 //   nn::Sequential net = models::lenet();
 //   net.initialize(init::Xavier(), {gpu(0)});   // shapes inferred on the first call
 //   NDArray scores = net(images);                // images: [batch, 1, 28, 28]
+//
+// Threads: safe to call concurrently. lenet() makes a new network on each
+// call; the network follows the rule of every Block (nn/block.h).
 
 #include "nn/basic_layers.h"
 

@@ -5,6 +5,9 @@
 //   nn::Sequential net = models::mlp();
 //   net.initialize(init::Normal(0.01f), {cpu(0)});
 //   NDArray scores = net(images);   // any [batch, ...]: Dense flattens
+//
+// Threads: safe to call concurrently. mlp() makes a new network on each
+// call; the network follows the rule of every Block (nn/block.h).
 
 #include "nn/basic_layers.h"
 

@@ -7,6 +7,11 @@
 //   nn::Sequential net = models::resnet18(10);
 //   net.initialize(init::Normal(0.01), {gpu(0), gpu(1)});
 //   NDArray scores = net(images);   // images: [batch, 1, 28, 28] -> [batch, 10]
+//
+// Threads: safe to call concurrently. resnet18() makes a new network on each
+// call.
+// Threads: concurrent reads, exclusive writes. A Residual is a Block
+// (nn/block.h): forward from several threads at once.
 
 #include <memory>
 
