@@ -20,9 +20,10 @@
 // An error caught from wait_to_read() therefore does not come back from the
 // next wait_for_all() with only healthy work pushed since, nor at exit. The
 // operations that inherit a failure (they read what it wrote) carry the same
-// error, which is recorded once; so is a GPU's fault, which each wait and
-// wait_for_all wrap in an OperationError of their own: errors are told apart
-// by their cause (OperationError::cause(), else the error itself). A window
+// error, which is recorded once; so is a GPU's fault, which the waits and
+// wait_for_all meet as one OperationError (ThreadedEngine::device_work_error).
+// Errors are told apart by identity only: an error's object is never read
+// here, since the engine's threads release it without a lock. A window
 // keeps its first kPerWindow distinct errors; the first error of each of the
 // last kKept closed windows that had one is kept for waiters still on their
 // way out; the last kSeen errors rethrown by waits are remembered, so that
@@ -36,8 +37,6 @@
 #include <utility>
 #include <vector>
 
-#include "engine/error.h"
-
 namespace tagflow::detail {
 
 class ErrorReport {
@@ -45,23 +44,18 @@ class ErrorReport {
   /// Keeps `error` in the open window, unless a wait has rethrown it or the
   /// window holds it already.
   void record(const std::exception_ptr& error) {
-    const std::exception_ptr cause = cause_of(error);
     std::lock_guard lock(mutex_);
-    if (contains(seen_, cause) || open_.size() >= kPerWindow) return;
-    for (const Raised& r : open_) {
-      if (r.cause == cause) return;
-    }
-    open_.push_back({cause, error});
+    if (contains(seen_, error) || contains(open_, error) || open_.size() >= kPerWindow) return;
+    open_.push_back(error);
   }
 
   /// A wait rethrew `error`: no wait_for_all reports it, nor the exit warning.
   void seen(const std::exception_ptr& error) {
     if (!error) return;
-    const std::exception_ptr cause = cause_of(error);
     std::lock_guard lock(mutex_);
-    std::erase_if(open_, [&](const Raised& r) { return r.cause == cause; });
-    if (contains(seen_, cause)) return;
-    seen_.push_back(cause);
+    std::erase(open_, error);
+    if (contains(seen_, error)) return;
+    seen_.push_back(error);
     if (seen_.size() > kSeen) seen_.pop_front();
   }
 
@@ -77,7 +71,7 @@ class ErrorReport {
   std::exception_ptr close(std::uint64_t window) {
     std::lock_guard lock(mutex_);
     if (window == window_) {
-      std::exception_ptr error = open_.empty() ? nullptr : open_.front().error;
+      std::exception_ptr error = open_.empty() ? nullptr : open_.front();
       open_.clear();
       if (error) {
         closed_.emplace_back(window, error);
@@ -96,7 +90,7 @@ class ErrorReport {
   /// the warning at exit).
   std::exception_ptr unreported() const {
     std::lock_guard lock(mutex_);
-    return open_.empty() ? nullptr : open_.front().error;
+    return open_.empty() ? nullptr : open_.front();
   }
 
  private:
@@ -104,32 +98,14 @@ class ErrorReport {
   static constexpr std::size_t kKept = 64;
   static constexpr std::size_t kSeen = 64;
 
-  /// An error as it was raised (`error`) and what tells it apart (`cause`).
-  struct Raised {
-    std::exception_ptr cause;
-    std::exception_ptr error;
-  };
-
-  /// What an error is told apart by: an OperationError's cause (the same
-  /// for every wrapping of one failure), else the error itself.
-  static std::exception_ptr cause_of(const std::exception_ptr& error) {
-    try {
-      std::rethrow_exception(error);
-    } catch (const OperationError& e) {
-      return e.cause() ? e.cause() : error;
-    } catch (...) {
-      return error;
-    }
-  }
-  static bool contains(const std::deque<std::exception_ptr>& list,
-                       const std::exception_ptr& error) {
+  template <typename List>
+  static bool contains(const List& list, const std::exception_ptr& error) {
     return std::find(list.begin(), list.end(), error) != list.end();
   }
-
   mutable std::mutex mutex_;
   std::uint64_t window_ = 0;
   /// The open window's errors that no wait has rethrown, in the order raised.
-  std::vector<Raised> open_;
+  std::vector<std::exception_ptr> open_;
   std::deque<std::exception_ptr> seen_;
   std::deque<std::pair<std::uint64_t, std::exception_ptr>> closed_;
 };

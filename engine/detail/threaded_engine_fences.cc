@@ -3,7 +3,9 @@
 // that reach it through them (Note [Completion on device queues] and Note
 // [Errors of device work] in engine/stream.h).
 
+#include <deque>
 #include <exception>
+#include <mutex>
 #include <utility>
 
 #include "engine/detail/threaded_engine.h"
@@ -52,10 +54,24 @@ bool ThreadedEngine::hold_for_fences(OpBlock* op) {
 
 std::exception_ptr ThreadedEngine::device_work_error(const Stream& stream,
                                                      std::exception_ptr cause) {
-  return std::make_exception_ptr(OperationError(stream.kind() == QueueKind::kCopy
-                                                    ? "device work on the copy stream"
-                                                    : "device work on the compute stream",
-                                                stream.context(), std::move(cause)));
+  // One error per fault, whichever wait or wait_for_all asks: so a fault a
+  // wait rethrew is the error wait_for_all would report, and it is reported
+  // once (Note [Errors seen by wait_for_all] in error_report.h). Faults are
+  // sticky and rare; the last kKept are kept.
+  static constexpr std::size_t kKept = 64;
+  static std::mutex mutex;
+  static auto* const made = new std::deque<std::pair<std::exception_ptr, std::exception_ptr>>();
+  const std::lock_guard lock(mutex);
+  for (const auto& [known, error] : *made) {
+    if (known == cause) return error;
+  }
+  std::exception_ptr error = std::make_exception_ptr(
+      OperationError(stream.kind() == QueueKind::kCopy ? "device work on the copy stream"
+                                                       : "device work on the compute stream",
+                     stream.context(), cause));
+  made->emplace_back(std::move(cause), error);
+  if (made->size() > kKept) made->pop_front();
+  return error;
 }
 
 std::exception_ptr ThreadedEngine::fence_error(const Fence& fence) {
