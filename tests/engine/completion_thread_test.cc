@@ -318,6 +318,10 @@ TEST_P(CompletionThreadTest, ACompleterMayWaitForAnotherAsynchronousOperation) {
     int x_value = 0;  // guarded by x
     std::atomic<int> seen_by_b{-1};
     std::atomic<bool> b_done{false};
+    // Set once each closure has stored its thread: the thread itself may
+    // finish its work before the closure's assignment does.
+    std::atomic<bool> a_stored{false};
+    std::atomic<bool> b_stored{false};
     std::thread completer_a;
     std::thread completer_b;
     engine_->push(
@@ -336,6 +340,7 @@ TEST_P(CompletionThreadTest, ACompleterMayWaitForAnotherAsynchronousOperation) {
                                 b_done.store(true);
                                 done_b.done();
                               });
+                              b_stored.store(true);
                             }});
              // Work after B that runs before A completes (under a schedule,
              // this wait lets B run first).
@@ -346,10 +351,12 @@ TEST_P(CompletionThreadTest, ACompleterMayWaitForAnotherAsynchronousOperation) {
              x_value = 5;
              done_a.done();
            });
+           a_stored.store(true);
          }});
     wait_until(b_done);
+    while (!a_stored.load() || !b_stored.load()) std::this_thread::yield();
     completer_a.join();
-    if (completer_b.joinable()) completer_b.join();
+    completer_b.join();
     engine_->wait_to_read(y);
     EXPECT_EQ(seen_by_b.load(), 5) << "B's completer saw x before A completed";
     for (VarHandle v : {x, y, d}) engine_->delete_var(v);
