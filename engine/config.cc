@@ -57,6 +57,16 @@ std::uint64_t env_bytes(const char* name, std::uint64_t fallback) {
   return value << shift;
 }
 
+/// One of spdlog's level names, as TAGFLOW_LOG_LEVEL and EngineConfig::log_level take them.
+bool is_log_level(std::string_view level) {
+  static constexpr std::string_view kLevels[] = {"trace", "debug",    "info", "warn",
+                                                 "error", "critical", "off"};
+  for (auto l : kLevels) {
+    if (l == level) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 const char* to_string(EngineKind kind) { return kind == EngineKind::kNaive ? "naive" : "threaded"; }
@@ -159,10 +169,7 @@ EngineConfig EngineConfig::from_env() {
     }
   }
   if (const char* level = env("TAGFLOW_LOG_LEVEL")) {
-    static constexpr std::string_view kLevels[] = {"trace", "debug",    "info", "warn",
-                                                   "error", "critical", "off"};
-    bool known = false;
-    for (auto l : kLevels) known = known || l == level;
+    const bool known = is_log_level(level);
     TAGFLOW_CHECK(known,
                   "TAGFLOW_LOG_LEVEL: expected trace, debug, info, warn, error, critical or "
                   "off, got \"{}\"",
@@ -241,10 +248,7 @@ void EngineConfig::check() const {
   require(kind == EngineKind::kNaive || !schedule.controlled(), "TAGFLOW_ENGINE", "kind",
           fmt::format("the naive engine for the controlled schedule {}", schedule.str()),
           "threaded");
-  static constexpr std::string_view kLevels[] = {"trace", "debug",    "info", "warn",
-                                                 "error", "critical", "off"};
-  bool known = false;
-  for (auto l : kLevels) known = known || l == log_level;
+  const bool known = is_log_level(log_level);
   require(known, "TAGFLOW_LOG_LEVEL", "log_level",
           "trace, debug, info, warn, error, critical or off", fmt::format("\"{}\"", log_level));
 }
