@@ -87,6 +87,30 @@
 //    pthread_atfork handler counts forks in the child, and each engine
 //    remembers the count it was made under (ForkCheck, engine/detail/lifetime.h).
 
+// Note [Launch groups]
+// The parts of a collective across GPUs meet on the devices: NCCL's kernel
+// for one rank, or a simulated GPU's part (engine/detail/sim_collective.h),
+// waits on its stream until every rank's part has been launched and reached.
+// Pushed one by one, such parts deadlock wherever one thread launches a
+// part and then waits for its device work: the naive engine does so for
+// every operation. And two collectives over overlapping sets of GPUs
+// deadlock if one GPU runs its parts in one order and another in the other.
+// push_group(LaunchGroup) says which operations meet, and every engine keeps
+// both rules:
+// - the threaded engine launches each part from its device's worker (never
+//   two from one thread), so the parts meet whatever order they run in;
+// - the naive engine runs a group as one operation: it launches every part
+//   (through LaunchGroup::together when given, e.g. inside ncclGroupStart
+//   and ncclGroupEnd), then waits for each part's device work;
+// - on every device, the parts of groups run in the order the groups were
+//   pushed: a push_group is atomic with respect to the others, and the
+//   threaded engine orders each device's parts through one variable of its
+//   own per device. Collectives pushed this way cannot wait on each other in
+//   a cycle, whatever threads push them.
+// A group's part that fails to launch leaves the launched ones waiting for
+// it on their devices (as NCCL's would: NcclAggregator's monitor then
+// aborts the clique); the engine reports the failure on what the part writes.
+
 #include <memory>
 #include <string>
 #include <utility>
@@ -161,6 +185,14 @@ class Engine {
   /// for the waits and delete_var: one that throws std::bad_alloc leaves
   /// the variable as it was, its handle live; the deleter is dropped unrun.)
   virtual void push(Operation op) = 0;
+  /// Schedules the parts of `group`, each ordered and run as if pushed alone
+  /// in turn, so that none of them is waited for before all are launched,
+  /// and on every device in the order the groups were pushed (Note [Launch
+  /// groups]). Checks every part before it pushes any, and throws as push
+  /// does, pushing nothing; a part that is asynchronous, or a second part
+  /// on one device, is refused too. Safe to call from several threads and
+  /// from inside operations.
+  virtual void push_group(LaunchGroup group) = 0;
   /// Same as push, and returns a handle on the operation: polled with
   /// done(), waited on with wait() (rethrowing the error wait_to_read on a
   /// variable it writes would), or given callbacks with on_done(). Costs one

@@ -14,10 +14,12 @@
 #include <exception>
 #include <functional>
 #include <iosfwd>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "engine/context.h"
 #include "engine/inline_function.h"
@@ -192,6 +194,26 @@ struct Operation {
   QueueKind queue = QueueKind::kCompute;
   /// The closure; last, so that it reads last where it is usually longest.
   OpFunction fn;
+};
+
+/// Operations on several devices that meet there: the parts of a collective
+/// (an all-reduce over GPUs), where a GPU's part does not finish until every
+/// part has been launched. Push them with Engine::push_group (Note [Launch
+/// groups] in engine/engine.h).
+///
+///   engine.push_group({.parts = {part_on_gpu0, part_on_gpu1},
+///                      .together = [&](std::span<const RunContext> rcs) { ... }});
+struct LaunchGroup {
+  /// One operation per device, each synchronous (its closure launches device
+  /// work and returns); at most one per device.
+  std::vector<Operation> parts;
+  /// Optional: launches every part from one thread, given the parts'
+  /// RunContexts in order, for an engine that launches them together (the
+  /// naive engine) instead of calling each part's closure in turn. NCCL
+  /// wants this: one thread's calls for several GPUs go between
+  /// ncclGroupStart and ncclGroupEnd. Unset, the parts' closures are called
+  /// one after the other.
+  std::function<void(std::span<const RunContext>)> together;
 };
 
 /// The most distinct names intern_name() keeps, and the longest it keeps.

@@ -104,6 +104,9 @@ class NaiveEngine final : public Engine, public EngineCore {
   using Engine::delete_var;
   void delete_var(VarHandle var, VarDeleter on_deleted) override;
   void push(Operation op) override;
+  /// Pushes the group as one operation that launches every part, then
+  /// waits for each part's device work (Note [Launch groups] in engine/engine.h).
+  void push_group(LaunchGroup group) override;
   OperationHandle push_tracked(Operation op) override;
   void wait_to_read(VarHandle var) override;
   void wait_to_write(VarHandle var) override;
@@ -148,6 +151,9 @@ class NaiveEngine final : public Engine, public EngineCore {
   /// Tells `block`'s handle, if it has one, `error` (null: success), and
   /// gives back the reference it held (Note [Operation handles]).
   void notify_tracker(OpBlock& block, std::exception_ptr error) noexcept;
+  /// The closure of a group's operation, run on the first part's device:
+  /// `first` is that part's context.
+  void launch_group(LaunchGroup& group, const RunContext& first);
   /// Throws DeviceError for a context no operation can run on.
   void check_context(Context ctx) const;
   Stream* stream_for(Context ctx, QueueKind queue);

@@ -10,7 +10,9 @@
 //
 // As with NCCL, every GPU must enqueue the collectives of a group in one
 // order, and no part may wait for work queued behind another part: a
-// stream waiting for peers that never come waits for ever.
+// stream waiting for peers that never come waits for ever. Push the parts
+// with Engine::push_group, which keeps both rules on every engine (Note
+// [Launch groups] in engine/engine.h).
 
 #include <condition_variable>
 #include <cstdint>

@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "engine/detail/launch_group.h"
 #include "engine/detail/operation_state.h"
 #include "engine/detail/stall_watch.h"
 #include "engine/error.h"
@@ -36,6 +37,7 @@ ThreadedEngine::~ThreadedEngine() {
     abandon(std::move(backend_));
     return;
   }
+  for (const auto& [ctx, order] : group_order_) delete_var(order);
   drain();
   withdraw();
   if (config_.profiler) g_profiling.fetch_sub(1, std::memory_order_relaxed);
@@ -116,6 +118,31 @@ void ThreadedEngine::prefetch_variable(VarHandle var) {
 }
 
 void ThreadedEngine::push(Operation op) { push_block(op, nullptr); }
+
+void ThreadedEngine::push_group(LaunchGroup group) {
+  if (fork_check_.forked()) [[unlikely]]
+    throw_fork_error("push_group");
+  check_launch_group(group);
+  // Every device first: pool_for throws for one that does not exist.
+  for (const Operation& part : group.parts) pool_for(part.name, part.ctx, part.queue);
+  // Note [Launch groups]: one group at a time, each part after the parts of
+  // the earlier groups on its device. What may throw (a new order variable,
+  // room for it in a part's writes) comes before the first push.
+  const std::lock_guard lock(group_mutex_);
+  for (Operation& part : group.parts) {
+    auto [order, added] = group_order_.try_emplace(part.ctx);
+    if (added) {
+      try {
+        order->second = new_var();
+      } catch (...) {
+        group_order_.erase(order);
+        throw;
+      }
+    }
+  }
+  for (Operation& part : group.parts) part.writes.push_back(group_order_.at(part.ctx));
+  for (Operation& part : group.parts) push_block(part, nullptr);
+}
 
 void ThreadedEngine::push_block(Operation& op, OperationState* tracker) {
   if (fork_check_.forked()) [[unlikely]]

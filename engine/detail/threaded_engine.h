@@ -172,6 +172,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -195,6 +196,9 @@ class ThreadedEngine final : public Engine, public EngineCore {
   using Engine::delete_var;
   void delete_var(VarHandle var, VarDeleter on_deleted) override;
   void push(Operation op) override;
+  /// Pushes each part to its device's pool, ordered there after the parts
+  /// of earlier groups (Note [Launch groups] in engine/engine.h).
+  void push_group(LaunchGroup group) override;
   OperationHandle push_tracked(Operation op) override;
   void wait_to_read(VarHandle var) override;
   void wait_to_write(VarHandle var) override;
@@ -381,6 +385,11 @@ class ThreadedEngine final : public Engine, public EngineCore {
   /// The pools started so far, readable without the mutex.
   std::array<WorkerPool*, kMaxPools> started_{};
   std::atomic<int> num_started_{0};
+
+  /// Note [Launch groups]: held while a group's parts are pushed; the
+  /// variable each device's group parts write, in push order.
+  std::mutex group_mutex_;
+  std::map<Context, VarHandle> group_order_;
 
   /// Guards the pusher's side of every variable and the allocation of
   /// operation records (Note [Dependencies as edges]).

@@ -4,6 +4,9 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <span>
+#include <vector>
 
 #include "engine/engine.h"
 #include "engine/stream.h"
@@ -267,6 +270,14 @@ void NcclAggregator::push(std::span<const NDArray> copies, int key, Collective c
                                             comms_->monitor->reason());
   }
   if (count == 0) return;
+  // The ranks meet on the devices: pushed as a group (Note [Launch groups]
+  // in engine/engine.h). The threaded engine issues each rank from its
+  // GPU's worker; an engine that launches them all from one thread issues
+  // them together, in one NCCL group.
+  LaunchGroup group;
+  group.parts.reserve(copies.size());
+  auto parts = std::make_shared<std::vector<NcclCollective>>();
+  parts->reserve(copies.size());
   for (std::size_t i = 0; i < copies.size(); ++i) {
     const std::size_t local = local_of[i];
     const NcclCollective what{.kind = collective == Collective::kAllreduce
@@ -277,11 +288,12 @@ void NcclAggregator::push(std::span<const NDArray> copies, int key, Collective c
                               .type = type,
                               .buffer = copies[i].raw_data(),
                               .count = count};
+    parts->push_back(what);
     // Written, not read: an operation that reads a failed array is skipped,
     // and a skipped rank would leave the others' kernels waiting on the
     // device for ever. The failure stays on the loss (or the weights) that
     // produced it, where the training loop waits.
-    Engine::get().push(
+    group.parts.push_back(
         {.name = collective == Collective::kAllreduce ? "nccl_allreduce" : "nccl_broadcast",
          .ctx = devices_[local],
          .writes = {copies[i].var(), comms_->order[local]},
@@ -292,6 +304,16 @@ void NcclAggregator::push(std::span<const NDArray> copies, int key, Collective c
            monitor->issue(static_cast<cudaStream_t>(rc.stream->native_handle()), what);
          }});
   }
+  group.together = [monitor = comms_->monitor, parts](std::span<const RunContext> contexts) {
+    std::vector<NcclLaunch> launches;
+    launches.reserve(contexts.size());
+    for (std::size_t i = 0; i < contexts.size(); ++i) {
+      launches.push_back({.stream = static_cast<cudaStream_t>(contexts[i].stream->native_handle()),
+                          .collective = (*parts)[i]});
+    }
+    monitor->issue_together(launches);
+  };
+  Engine::get().push_group(std::move(group));
 }
 
 #else  // no NCCL in this build

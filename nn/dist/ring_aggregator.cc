@@ -101,18 +101,24 @@ void RingAggregator::push(std::span<const NDArray> copies, Kind kind) {
         }
       });
   const PriorityScope urgent(kCommunicationPriority);
+  // The parts meet on the streams: pushed as a group, so that no engine
+  // waits on one before it has launched the others (Note [Launch groups]
+  // in engine/engine.h).
+  LaunchGroup group;
+  group.parts.reserve(n);
   for (std::size_t i = 0; i < n; ++i) {
     auto [order, added] = order_.try_emplace(ring[i]);
     if (added) order->second = Engine::get().new_var();
-    Engine::get().push({.name = what,
-                        .ctx = copies[i].context(),
-                        .writes = {copies[i].var(), order->second},
-                        .priority = current_priority(),
-                        .queue = queue_,
-                        .fn = [collective](const RunContext& rc) {
-                          detail::sim::enqueue_collective(*rc.stream, collective);
-                        }});
+    group.parts.push_back({.name = what,
+                           .ctx = copies[i].context(),
+                           .writes = {copies[i].var(), order->second},
+                           .priority = current_priority(),
+                           .queue = queue_,
+                           .fn = [collective](const RunContext& rc) {
+                             detail::sim::enqueue_collective(*rc.stream, collective);
+                           }});
   }
+  Engine::get().push_group(std::move(group));
 }
 
 }  // namespace tagflow::dist

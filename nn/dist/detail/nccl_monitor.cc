@@ -115,25 +115,57 @@ NcclMonitor::NcclMonitor(std::vector<ncclComm_t> comms, std::vector<Context> dev
 NcclMonitor::~NcclMonitor() { close(); }
 
 void NcclMonitor::issue(cudaStream_t stream, const NcclCollective& collective) {
-  const auto local = static_cast<std::size_t>(collective.local);
-  assert(local < comms_.size());
+  const NcclLaunch part{.stream = stream, .collective = collective};
+  issue_together(std::span(&part, 1));
+}
+
+void NcclMonitor::issue_together(std::span<const NcclLaunch> parts) {
+  assert(!parts.empty());
+  const std::size_t n = parts.size();
+  const bool grouped = n > 1;
+  // One part: on the caller's current device, which is its GPU. Several:
+  // each part's events on its own GPU, the caller's device restored after.
+  int saved_device = -1;
+  std::string failure;
+  if (grouped) {
+    const cudaError_t status = cudaGetDevice(&saved_device);
+    if (status != cudaSuccess) {
+      ::tagflow::detail::throw_error<DeviceError>(
+          "NcclAggregator: {} and {} more not issued: cudaGetDevice failed: {}",
+          describe(parts[0].collective), n - 1, ::tagflow::detail::cuda_status(status));
+    }
+  }
+  const auto on_device = [&](std::size_t i) {
+    if (!grouped) return true;
+    const Context c = devices_[static_cast<std::size_t>(parts[i].collective.local)];
+    const cudaError_t status = cudaSetDevice(c.index);
+    if (status == cudaSuccess) return true;
+    failure = fmt::format("cudaSetDevice failed on {}: {}", c.str(),
+                          ::tagflow::detail::cuda_status(status));
+    return false;
+  };
+  // Allocated before anything is marked: a std::bad_alloc here changes nothing.
+  std::vector<cudaEvent_t> reached(n, nullptr);
+  std::vector<cudaEvent_t> done(n, nullptr);
   {
     const std::lock_guard lock(mutex_);
     if (broken_ || closed_) {
       ::tagflow::detail::throw_error<CommunicationError>(
-          "NcclAggregator: {} not issued: {}", describe(collective),
+          "NcclAggregator: {} not issued: {}", describe(parts[0].collective),
           broken_ ? reason_ : std::string("the aggregator was destroyed"));
     }
-    busy_[local] = {.active = true, .finalizing = false, .collective = collective};
+    for (const NcclLaunch& part : parts) {
+      const auto local = static_cast<std::size_t>(part.collective.local);
+      assert(local < comms_.size());
+      busy_[local] = {.active = true, .finalizing = false, .collective = part.collective};
+    }
   }
-  // Outside the mutex from here to the end of the NCCL call: the gate may
-  // wait for a release of memory, and the call may block until the other
+  // Outside the mutex from here to the end of the NCCL calls: the gate may
+  // wait for a release of memory, and a call may block until the other
   // ranks have made theirs, the other GPUs of this process among them.
-  std::string failure;
-  bool counted = false;  // on the ReleaseGate
+  std::size_t counted = 0;  // on the ReleaseGate
   try {
-    ReleaseGate::process().collective_began();
-    counted = true;
+    for (; counted < n; ++counted) ReleaseGate::process().collective_began();
   } catch (const std::exception& e) {
     failure = fmt::format("counting it in flight failed: {}", e.what());
   }
@@ -141,72 +173,105 @@ void NcclMonitor::issue(cudaStream_t stream, const NcclCollective& collective) {
   {
     const std::lock_guard lock(mutex_);
     if (failure.empty() && !broken_ && !closed_) {
-      watch_.call_began(local, Clock::now());
+      const Clock::time_point now = Clock::now();
+      for (const NcclLaunch& part : parts) {
+        watch_.call_began(static_cast<std::size_t>(part.collective.local), now);
+      }
       issued = true;
     }
   }
-  cudaEvent_t reached = nullptr;
-  cudaEvent_t done = nullptr;
   if (issued) {
-    failure = record_event(reached, stream, "before");
-    if (failure.empty()) {
-      const NcclCollective& c = collective;
+    for (std::size_t i = 0; i < n && failure.empty(); ++i) {
+      if (on_device(i)) failure = record_event(reached[i], parts[i].stream, "before");
+    }
+    bool group_open = false;
+    if (failure.empty() && grouped) {
+      const ncclResult_t status = ncclGroupStart();
+      if (status == ncclSuccess) {
+        group_open = true;
+      } else {
+        failure = nccl_failure("ncclGroupStart", status);
+      }
+    }
+    for (std::size_t i = 0; i < n && failure.empty(); ++i) {
+      const NcclCollective& c = parts[i].collective;
+      const ncclComm_t comm = comms_[static_cast<std::size_t>(c.local)];
       const ncclResult_t status =
           c.kind == NcclCollective::kAllreduce
-              ? ncclAllReduce(c.buffer, c.buffer, c.count, c.type, ncclSum, comms_[local], stream)
-              : ncclBroadcast(c.buffer, c.buffer, c.count, c.type, /*root=*/0, comms_[local],
-                              stream);
+              ? ncclAllReduce(c.buffer, c.buffer, c.count, c.type, ncclSum, comm, parts[i].stream)
+              : ncclBroadcast(c.buffer, c.buffer, c.count, c.type, /*root=*/0, comm,
+                              parts[i].stream);
       if (status != ncclSuccess) {
         failure = nccl_failure(
             c.kind == NcclCollective::kAllreduce ? "ncclAllReduce" : "ncclBroadcast", status);
-      } else {
-        failure = record_event(done, stream, "after");
       }
     }
+    if (group_open) {  // closed whatever happened in it: the calls launch here
+      const ncclResult_t status = ncclGroupEnd();
+      if (failure.empty() && status != ncclSuccess) failure = nccl_failure("ncclGroupEnd", status);
+    }
+    for (std::size_t i = 0; i < n && failure.empty(); ++i) {
+      if (on_device(i)) failure = record_event(done[i], parts[i].stream, "after");
+    }
   }
+  if (grouped) {
+    const cudaError_t status = cudaSetDevice(saved_device);
+    if (failure.empty() && status != cudaSuccess) {
+      failure = fmt::format("cudaSetDevice (restoring the current device) failed: {}",
+                            ::tagflow::detail::cuda_status(status));
+    }
+  }
+  const std::string what = grouped ? fmt::format("{} and the parts on {} more GPUs",
+                                                 describe(parts[0].collective), n - 1)
+                                   : describe(parts[0].collective);
   Aftermath after;
-  bool watched = false;
+  std::size_t watched = 0;
   std::string broke;
   {
     const std::lock_guard lock(mutex_);
-    busy_[local].active = false;
-    watch_.call_ended(local);
+    for (const NcclLaunch& part : parts) {
+      const auto local = static_cast<std::size_t>(part.collective.local);
+      busy_[local].active = false;
+      watch_.call_ended(local);
+    }
     if (issued && failure.empty() && !broken_ && !closed_) {
       try {
-        const std::uint64_t id = watch_.enqueued(Clock::now());
-        try {
-          in_flight_.push_back(
-              {.reached = reached, .done = done, .id = id, .collective = collective});
-        } catch (...) {
-          watch_.finished(id);
-          throw;
+        for (; watched < n; ++watched) {
+          const std::uint64_t id = watch_.enqueued(Clock::now());
+          try {
+            in_flight_.push_back({.reached = reached[watched],
+                                  .done = done[watched],
+                                  .id = id,
+                                  .collective = parts[watched].collective});
+          } catch (...) {
+            watch_.finished(id);
+            throw;
+          }
+          reached[watched] = nullptr;
+          done[watched] = nullptr;
         }
-        watched = true;
-        reached = nullptr;
-        done = nullptr;
       } catch (const std::exception& e) {
         failure = fmt::format("watching it failed: {}", e.what());
       }
     }
-    if (!watched && counted) after.ended = 1;  // ended now, or by the abort below
+    // Counted and not watched: ended now, or by the abort below.
+    after.ended = counted > watched ? counted - watched : 0;
     if (!failure.empty()) {
-      // This rank did not take part, or is not watched: the others would
-      // wait for it for ever.
-      break_locked(fmt::format("{}: {}", describe(collective), failure), after);
+      // A rank did not take part, or is not watched: the others would wait
+      // for it for ever.
+      break_locked(fmt::format("{}: {}", what, failure), after);
     } else if (broken_ || closed_) {
-      take_idle_locked(after);  // this one (Note [Aborting without racing a call])
+      take_idle_locked(after);  // these (Note [Aborting without racing a call])
       broke = broken_ ? reason_ : std::string("the aggregator was destroyed");
     }
   }
-  destroy_events(reached, done);  // not watched: the clique broke
+  for (std::size_t i = 0; i < n; ++i) destroy_events(reached[i], done[i]);  // not watched
   carry_out(after);
   if (!failure.empty()) {
-    ::tagflow::detail::throw_error<DeviceError>("NcclAggregator: {}: {}", describe(collective),
-                                                failure);
+    ::tagflow::detail::throw_error<DeviceError>("NcclAggregator: {}: {}", what, failure);
   }
-  if (!watched) {
-    ::tagflow::detail::throw_error<CommunicationError>("NcclAggregator: {} was {}: {}",
-                                                       describe(collective),
+  if (watched < n) {
+    ::tagflow::detail::throw_error<CommunicationError>("NcclAggregator: {} was {}: {}", what,
                                                        issued ? "aborted" : "not issued", broke);
   }
 }

@@ -76,6 +76,12 @@ struct NcclCollective {
   std::size_t count = 0;
 };
 
+/// One rank's part of a collective and the stream it goes on.
+struct NcclLaunch {
+  cudaStream_t stream = nullptr;
+  NcclCollective collective;
+};
+
 /// Aborts `comms` (null entries are skipped) in one NCCL group where NCCL
 /// allows it (2.22 and later), else one after the other (Note [Aborting
 /// without racing a call]); logs a failure naming `where`. May wait for
@@ -105,6 +111,12 @@ class NcclMonitor {
   /// during the call; DeviceError when NCCL or CUDA fails, which breaks the
   /// clique (the other ranks would wait for this one).
   void issue(cudaStream_t stream, const NcclCollective& collective);
+  /// Same for the parts of one collective on several of this monitor's
+  /// GPUs, from one thread: the NCCL calls go between ncclGroupStart and
+  /// ncclGroupEnd, as NCCL requires when one thread drives several devices,
+  /// each part's events on its own GPU. The calling thread's current device
+  /// comes back after. A failure breaks the clique, as in issue().
+  void issue_together(std::span<const NcclLaunch> parts);
 
   /// True once a failure or a timeout made the monitor abort the
   /// communicators.
