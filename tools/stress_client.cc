@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -259,7 +260,22 @@ void Client::check(int round, StressReport& report) {
     }
   }
   // The round's steps may still run on deleted variables: their records
-  // stay until every deleter has run.
+  // stay until every deleter has run. Under a controlled schedule a
+  // deletion runs only once a wait picks it (Note [Controlled schedules] in
+  // engine/schedule.h): wait for all that was pushed. What that reports was
+  // raised by an injected fault, or is a mismatch.
+  if (pending_deleters_.load() != 0 && shared_.engine.config().schedule.controlled()) {
+    try {
+      shared_.engine.wait_for_all();
+    } catch (const std::exception& e) {
+      if (std::string_view(e.what()).find("injected fault #") != std::string_view::npos) {
+        shared_.errors_reported_by_rounds.fetch_add(1);
+      } else {
+        shared_.mismatch(
+            fmt::format("client {} round {}: wait_for_all: {}", index_, round, e.what()));
+      }
+    }
+  }
   while (pending_deleters_.load() != 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 

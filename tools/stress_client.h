@@ -39,6 +39,9 @@ struct Shared {
   std::vector<std::unique_ptr<Cell>> constants;
   std::atomic<std::uint64_t> executed{0};
   std::atomic<std::uint64_t> mismatches{0};
+  /// Injected errors wait_for_all reported during the rounds (under a
+  /// controlled schedule, Client::check waits for all).
+  std::atomic<std::uint64_t> errors_reported_by_rounds{0};
   std::mutex mismatch_mutex;
   std::vector<std::string> first_mismatches;
 

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # `tagflow stress --schedule`: the same seed takes the same order (the
 # recorded schedules are the same file), a replay of the record takes it
-# again, and several clients are refused. Usage: stress_schedule_test.sh TAGFLOW
+# again, and several clients are refused. Ten rounds of 4000 steps: a
+# round ends waiting for its deletions, which under a schedule run only at
+# a wait (the second round once hung there). Usage: stress_schedule_test.sh TAGFLOW
 set -euo pipefail
 tagflow=$1
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 export TAGFLOW_SIM_GPUS=2
-run() { "$tagflow" stress --steps 6000 --faults --seed 21 "$@" > "$dir/out" 2>&1 || { cat "$dir/out"; exit 1; }; }
+run() { "$tagflow" stress --steps 40000 --faults --seed 9 "$@" > "$dir/out" 2>&1 || { cat "$dir/out"; exit 1; }; }
 run --schedule pct --record "$dir/a"
+grep -q " in 10 rounds" "$dir/out" || { echo "expected 10 rounds:"; cat "$dir/out"; exit 1; }
 run --schedule pct --record "$dir/b"
 cmp "$dir/a" "$dir/b" || { echo "the same seed took two orders"; exit 1; }
 run --replay "$dir/a" --record "$dir/c"
@@ -22,4 +25,4 @@ if "$tagflow" stress --steps 100 --schedule pct --clients 2 > "$dir/out" 2>&1; t
   echo "two clients were accepted under a controlled schedule"; exit 1
 fi
 grep -q "expected --clients 1" "$dir/out" || { cat "$dir/out"; exit 1; }
-echo "stress schedules: same seed, same order; replay exact; two clients refused"
+echo "stress schedules: same seed, same order; replay exact; ten rounds; two clients refused"
