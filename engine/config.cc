@@ -199,6 +199,15 @@ void EngineConfig::set_sim_gpus(std::string_view text) {
         rest.remove_suffix(mode.size());
       }
     }
+    // A last part that is a word, not a path, is a mode: name it when it is
+    // none of the two, rather than look for a file "h100-sxm:foo".
+    if (const std::size_t last = rest.rfind(':'); last != std::string_view::npos) {
+      const std::string_view mode = rest.substr(last + 1);
+      TAGFLOW_CHECK(mode.find_first_of("/.") != std::string_view::npos,
+                    "TAGFLOW_SIM_GPUS: unknown mode \"{}\" in \"{}\": expected timing or compute "
+                    "after the model ({})",
+                    mode, text, kExpected);
+    }
     TAGFLOW_CHECK(!rest.empty() && n > 0, "TAGFLOW_SIM_GPUS: {}, got \"{}\"", kExpected, text);
     try {
       model = DeviceModel::resolve(rest);

@@ -16,8 +16,9 @@ void check_device(Context ctx) {
     const int n = engine.num_gpus();
     if (ctx.index >= 0 && ctx.index < n) return;
     if (n == 0) {
-      detail::throw_error<DeviceError>("{} does not exist: there is no GPU ({})", ctx.str(),
-                                       engine.device_status());
+      detail::throw_error<DeviceError>(
+          "{} does not exist: there is no GPU ({}; TAGFLOW_SIM_GPUS=N simulates N)", ctx.str(),
+          engine.device_status());
     }
     detail::throw_error<DeviceError>("{} does not exist: {} GPU{} (gpu(0)..gpu({}){})", ctx.str(),
                                      n, n == 1 ? "" : "s", n - 1,

@@ -10,6 +10,9 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -173,6 +176,61 @@ void check_subcommand_given(const CLI::App& app) {
   throw CLI::RequiredError(
       fmt::format("{}a subcommand is required: one of {}", prefix, fmt::join(known, ", ")),
       CLI::ExitCodes::RequiredError);
+}
+
+/// Levenshtein distance between `a` and `b`, for suggesting an option.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+/// After CLI11 found words it did not expect: when one is an option the
+/// subcommand does not have, throws an error naming it and the closest
+/// options it has ("--epoch": did you mean --epochs?). CLI11 itself says
+/// "The following arguments were not expected: 1 --epoch".
+void check_options_known(const CLI::App& app) {
+  const CLI::App* level = &app;
+  std::string where = "tagflow";  // "tagflow bench engine"
+  while (!level->get_subcommands().empty()) {
+    level = level->get_subcommands().front();
+    where += " " + level->get_name();
+  }
+  for (const std::string& word : level->remaining()) {
+    if (word.size() < 2 || word.front() != '-') continue;
+    const std::string name = word.substr(0, word.find('='));
+    const std::string bare = name.substr(name.find_first_not_of('-'));
+    std::vector<std::string> close;
+    std::size_t best = 3;  // at most two edits away
+    for (const CLI::Option* option : level->get_options()) {
+      for (const std::string& known : option->get_lnames()) {
+        // One is the start of the other ("--epo", "--checkpoint-dir"), or a
+        // misspelling of it.
+        const bool starts =
+            known.rfind(bare, 0) == 0 || (known.size() >= 4 && bare.rfind(known, 0) == 0);
+        const std::size_t d = starts ? 1 : edit_distance(bare, known);
+        if (d < best) {
+          best = d;
+          close.clear();
+        }
+        if (d == best && d < 3) close.push_back("--" + known);
+      }
+    }
+    throw CLI::ExtrasError(
+        close.empty() ? fmt::format("{}: unknown option '{}' (--help lists them)", where, name)
+                      : fmt::format("{}: unknown option '{}'; did you mean {}?", where, name,
+                                    fmt::join(close, " or ")),
+        CLI::ExitCodes::ExtrasError);
+  }
 }
 
 }  // namespace
@@ -556,6 +614,9 @@ void CommandLine::parse(int argc, const char* const* argv) {
   } catch (const CLI::RequiredError&) {
     check_subcommand_given(p.app);
     throw;
+  } catch (const CLI::ExtrasError&) {
+    check_options_known(p.app);
+    throw;
   }
   if (p.train->parsed()) {
     // Training is a chain of operations that each use every core (oneTBB
@@ -641,7 +702,11 @@ std::string CommandLine::subcommand() const {
   return "";
 }
 
-int CommandLine::exit(const CLI::ParseError& error) { return parts_->app.exit(error); }
+int CommandLine::exit(const CLI::ParseError& error) {
+  // --help and --version end with 0; a usage error with 2, as shells' tools
+  // do (CLI11's own codes, 105 to 109, say which kind).
+  return parts_->app.exit(error) == 0 ? 0 : 2;
+}
 
 const TrainOptions& CommandLine::train_options() const { return parts_->train_options; }
 

@@ -36,7 +36,8 @@ class CommandLine {
   std::string subcommand() const;
   /// Runs the parsed subcommand; returns the process's exit code.
   int run();
-  /// Prints what CLI11 says about `error` (usage, help) and returns the exit code.
+  /// Prints what CLI11 says about `error` (usage, help) and returns the exit
+  /// code: 0 for --help and --version, 2 for a usage error.
   int exit(const CLI::ParseError& error);
 
   /// What parse() made of the options of `train` and `stress`.

@@ -515,7 +515,13 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
   if (resume_from) {
     net->load_parameters(resume_from->dir / "parameters.safetensors", devices);
     (void)trainer.load_states(resume_from->dir / "trainer.safetensors");
-    if (speaks) {
+    const bool finished = resume_from->position.epoch == options.epochs;
+    if (speaks && finished) {
+      fmt::print(stderr,
+                 "train: --resume: {} ends this run (its {} epoch{} done): nothing left to "
+                 "train\n",
+                 resume_from->dir.string(), options.epochs, options.epochs == 1 ? "" : "s");
+    } else if (speaks) {
       fmt::print(stderr, "train: resuming from {} (epoch {}, batch {})\n",
                  resume_from->dir.string(), resume_from->position.epoch + 1,
                  resume_from->position.batch + 1);
@@ -574,6 +580,15 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
                test_data.dataset().size(), options.batch_size, optimizer, precision);
   }
   std::fflush(stdout);
+  if (speaks && options.limit > 0 && options.test_limit == 0 && options.epochs > 0 &&
+      test_data.dataset().size() > train_data.dataset().size()) {
+    // A quick run on part of the training set may spend most of its time
+    // evaluating: say so once, with the option that shortens it.
+    fmt::print(stderr,
+               "train: --limit {} limits the training set only: every epoch evaluates all {} "
+               "test images (--test-limit N evaluates the first N)\n",
+               options.limit, test_data.dataset().size());
+  }
   if (speaks && !options.profile.empty() && options.epochs == 0) {
     fmt::print(stderr,
                "train: --profile: no trace written: the trace records training batches (5 to 9 of "

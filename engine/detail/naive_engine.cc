@@ -100,7 +100,8 @@ void NaiveEngine::check_context(Context ctx) const {
   if (ctx.index < 0 || ctx.index >= n) {
     throw_error<DeviceError>("push: operation targets {} but {}", ctx.str(),
                              n == 0
-                                 ? std::string("there is no GPU (") + backend_->status() + ")"
+                                 ? std::string("there is no GPU (") + backend_->status() +
+                                       "; TAGFLOW_SIM_GPUS=N simulates N)"
                                  : fmt::format("only {} GPU(s) exist: gpu(0)..gpu({})", n, n - 1));
   }
 }

@@ -61,7 +61,8 @@ WorkerPool* ThreadedEngine::pool_for(const char* op_name, Context ctx, QueueKind
     if (ctx.index < 0 || ctx.index >= n) [[unlikely]] {
       throw_error<DeviceError>(
           "push: operation '{}' targets {} but {}", op_name, ctx.str(),
-          n == 0 ? std::string("there is no GPU (") + backend_->status() + ")"
+          n == 0 ? std::string("there is no GPU (") + backend_->status() +
+                       "; TAGFLOW_SIM_GPUS=N simulates N)"
                  : fmt::format("only {} GPU(s) exist: gpu(0)..gpu({})", n, n - 1));
     }
     slot = kMaxCpuDevices + 2 * ctx.index + (queue == QueueKind::kCopy ? 1 : 0);

@@ -188,6 +188,14 @@ TEST(DeviceModelTest, SimGpusSyntax) {
     // A refused value changes nothing.
     EXPECT_EQ(c.sim_gpus_text(), before.sim_gpus_text()) << bad;
   }
+  // An unknown mode is named as one, not looked for as a file "h100-sxm:foo".
+  try {
+    c.set_sim_gpus("2:h100-sxm:foo");
+    ADD_FAILURE() << "accepted an unknown mode";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown mode \"foo\""), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("cannot open"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

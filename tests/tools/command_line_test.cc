@@ -139,7 +139,7 @@ std::pair<std::string, std::string> parse_error_of(std::vector<std::string> args
   } catch (const CLI::ParseError& e) {
     testing::internal::CaptureStderr();
     testing::internal::CaptureStdout();
-    EXPECT_NE(cli.exit(e), 0) << e.what();
+    EXPECT_EQ(cli.exit(e), 2) << "a usage error: " << e.what();
     EXPECT_EQ(testing::internal::GetCapturedStdout(), "") << "messages go to stderr";
     return {e.what(), testing::internal::GetCapturedStderr()};
   }
@@ -261,6 +261,26 @@ TEST(CommandLine, AnUnknownSubcommandIsNamedWithTheKnownOnes) {
   EXPECT_EQ(parse_error_of({"bench"}).first,
             "bench: a subcommand is required: one of engine, ops, train");
   EXPECT_EQ(parse_error_of({"profile"}).first, "trace is required") << "not a subcommand";
+}
+
+TEST(CommandLine, AMisspeltOptionIsNamedWithTheClosestOnes) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"train", "--epoch", "1"},
+       "tagflow train: unknown option '--epoch'; did you mean --epochs?"},
+      {{"train", "--lr-shedule", "cosine"},
+       "tagflow train: unknown option '--lr-shedule'; did you mean --lr-schedule?"},
+      {{"train", "--checkpoint-dir", "d"},
+       "tagflow train: unknown option '--checkpoint-dir'; did you mean --checkpoint?"},
+      {{"stress", "--stepz=3"}, "tagflow stress: unknown option '--stepz'; did you mean --steps?"},
+      {{"bench", "engine", "--opps", "5"},
+       "tagflow bench engine: unknown option '--opps'; did you mean --ops?"},
+      {{"train", "--zzzzzz"}, "tagflow train: unknown option '--zzzzzz' (--help lists them)"},
+  };
+  for (const auto& [args, message] : cases) {
+    const auto [what, printed] = parse_error_of(args);
+    EXPECT_EQ(what, message) << ::testing::PrintToString(args);
+    EXPECT_EQ(printed.substr(0, printed.find('\n')), message);
+  }
 }
 
 TEST(CommandLine, HelpSaysWhatDevicesAndNumbersAreAccepted) {
