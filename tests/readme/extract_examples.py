@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes every C++ example of the README as a program, and a CMake list of them.
+"""Writes every C++ example and shell block of the README as a program, and a CMake list of them.
 
 Usage: extract_examples.py README.md OUTPUT_DIR
 
@@ -18,6 +18,22 @@ Options combine with commas. A block without a marker must be a whole
 program, or only #include lines (given an empty main). Writes
 OUTPUT_DIR/readme_example_<line>.cc and OUTPUT_DIR/examples.cmake, one
 `tagflow_readme_example(<name> <file> <run: ON|OFF> [ENV...])` per block.
+
+A ```sh block runs as a bash script in a scratch directory where `build`
+names the build tree, so that its `build/tools/tagflow ...` lines run as
+printed. Every such block has a marker, whose directives combine with
+semicolons:
+
+  <!-- shell: not run: WHY -->              the whole block is not run
+  <!-- shell: run -->                       run as printed
+  <!-- shell: run; sub OLD => NEW -->       OLD replaced by NEW on every line
+                                            (a reduced size: the text says so)
+  <!-- shell: run; skip PREFIX: WHY -->     lines starting with PREFIX not run
+  <!-- shell: run; env NAME=VALUE -->       run with that environment
+  <!-- shell: run; needs mpi -->            only in a build with MPI
+
+Writes OUTPUT_DIR/readme_shell_<line>.sh and, in examples.cmake, one
+`tagflow_readme_shell(<name> <file> <needs> [ENV...])` per block run.
 """
 
 import pathlib
@@ -25,6 +41,17 @@ import re
 import sys
 
 MARKER = re.compile(r"^<!--\s*example:\s*(.*?)\s*-->\s*$")
+SHELL_MARKER = re.compile(r"^<!--\s*shell:\s*(.*?)\s*-->\s*$")
+SHELL_PREAMBLE = """#!/usr/bin/env bash
+# README.md line {line}, written by tests/readme/extract_examples.py.
+# Usage: bash {name}.sh BUILD_DIR
+set -euo pipefail
+build_dir=$(cd "$1" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+ln -s "$build_dir" build  # the README's commands say build/tools/tagflow
+"""
 BODY_PREAMBLE = "#include <tagflow/tagflow.h>\n#include <iostream>\n\nusing namespace tagflow;\n\n"
 
 
@@ -55,6 +82,72 @@ def examples(readme):
                 options = [o.strip() for o in m.group(1).split(",") if o.strip()]
         yield start, lines[start:end], options
         i = end + 1
+
+
+def shell_blocks(readme):
+    """Yields (line of the first command, lines, marker text or None) per ```sh block."""
+    lines = pathlib.Path(readme).read_text(encoding="utf-8").splitlines()
+    i = 0
+    while i < len(lines):
+        if lines[i].strip() not in ("```sh", "```bash"):
+            i += 1
+            continue
+        start = i + 1
+        end = start
+        while end < len(lines) and lines[end].strip() != "```":
+            end += 1
+        if end == len(lines):
+            fail(readme, start, "a ```sh block that is never closed")
+        before = start - 2
+        while before >= 0 and not lines[before].strip():
+            before -= 1
+        marker = None
+        if before >= 0:
+            m = SHELL_MARKER.match(lines[before].strip())
+            if m:
+                marker = m.group(1)
+        yield start + 1, lines[start:end], marker
+        i = end + 1
+
+
+def shell_script(readme, line, code, marker):
+    """The script of a marked block, its needs and environment; None if not run."""
+    if marker is None:
+        fail(readme, line - 1, "a ```sh block without a marker: say <!-- shell: run --> (with "
+             "sub/skip/env/needs as needed) or <!-- shell: not run: WHY -->")
+    directives = [d.strip() for d in marker.split(";") if d.strip()]
+    if directives and directives[0].startswith("not run:"):
+        if not directives[0][len("not run:"):].strip():
+            fail(readme, line - 1, "<!-- shell: not run: WHY --> needs its reason")
+        return None
+    if not directives or directives[0] != "run":
+        fail(readme, line - 1, f"expected 'run' or 'not run: WHY' first, got '{marker}'")
+    subs, skips, env, needs = [], [], [], "none"
+    for d in directives[1:]:
+        if d.startswith("sub ") and " => " in d:
+            old, new = d[4:].split(" => ", 1)
+            subs.append((old.strip(), new.strip()))
+        elif d.startswith("skip ") and ":" in d and d.split(":", 1)[1].strip():
+            skips.append(d[5:].split(":", 1)[0].strip())
+        elif d.startswith("env ") and "=" in d:
+            env.append(d[4:].strip())
+        elif d == "needs mpi":
+            needs = "mpi"
+        else:
+            fail(readme, line - 1, f"unknown shell directive '{d}'")
+    body = []
+    for text in code:
+        if any(text.lstrip().startswith(p) for p in skips):
+            body.append(f"# not run: {text}")
+            continue
+        for old, new in subs:
+            text = text.replace(old, new)
+        body.append(text)
+    for old, _ in subs:
+        if not any(old in t for t in code):
+            fail(readme, line - 1, f"sub '{old}' matches no line of the block")
+    name = f"readme_shell_{line}"
+    return SHELL_PREAMBLE.format(line=line, name=name) + "\n".join(body) + "\n", needs, env
 
 
 def program(readme, line, code, options):
@@ -94,6 +187,16 @@ def main():
         entries.append(f"tagflow_readme_example({name} {source} {run} {' '.join(env)})")
     if not entries:
         fail(readme, 1, "no C++ example found")
+    for line, code, marker in shell_blocks(readme):
+        made = shell_script(readme, line, code, marker)
+        if made is None:
+            continue
+        text, needs, env = made
+        name = f"readme_shell_{line}"
+        script = out / f"{name}.sh"
+        if not script.exists() or script.read_text(encoding="utf-8") != text:
+            script.write_text(text, encoding="utf-8")
+        entries.append(f"tagflow_readme_shell({name} {script} {needs} {' '.join(env)})")
     (out / "examples.cmake").write_text("\n".join(entries) + "\n", encoding="utf-8")
 
 
