@@ -331,7 +331,10 @@ class NaiveEngine final : public Engine, public EngineCore {
   /// A controlled schedule's picks, or null; its kept pushes in push order
   /// (under state_mutex_).
   std::unique_ptr<Scheduler> scheduler_;
-  std::vector<Deferred> kept_;
+  /// A deque: a pick is among the first kMaxKept (or the lent holder's
+  /// first kMaxKept ready ones), and erasing it moves only those before it,
+  /// however many a stalled throttle let pile up behind.
+  std::deque<Deferred> kept_;
   std::atomic<int> kept_waiters_{0};
   /// ready_kept's and take_runnable's scratch (state_mutex_ held).
   mutable UseMap ready_scratch_;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -22,12 +23,18 @@ void NaiveEngine::keep(Deferred item) {
     std::unique_lock lock(state_mutex_);
     // What may need memory first: a push that throws std::bad_alloc has
     // changed nothing (the schedule's entry for a ticket not handed out is
-    // overwritten when it is).
-    make_room_for_one(kept_);
-    scheduler_->on_push(next_ticket_.load(std::memory_order_relaxed));
-    admit(item);
-    item.ticket = next_ticket_.fetch_add(1, std::memory_order_seq_cst);
+    // overwritten when it is). A refused item goes back to `item`, to be
+    // destroyed once the lock is let go (its closure may call the engine).
     kept_.push_back(std::move(item));
+    try {
+      scheduler_->on_push(next_ticket_.load(std::memory_order_relaxed));
+      admit(kept_.back());
+    } catch (...) {
+      item = std::move(kept_.back());
+      kept_.pop_back();
+      throw;
+    }
+    kept_.back().ticket = next_ticket_.fetch_add(1, std::memory_order_seq_cst);
     if (lent_waiters_ > 0) state_changed_.notify_all();  // maybe what they wait for
     // A thread pushing while the engine is held leaves the work to its
     // holder (it may be the one to complete the holder's operation), and
