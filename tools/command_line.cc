@@ -208,7 +208,9 @@ void check_options_known(const CLI::App& app) {
   for (const std::string& word : level->remaining()) {
     if (word.size() < 2 || word.front() != '-') continue;
     const std::string name = word.substr(0, word.find('='));
-    const std::string bare = name.substr(name.find_first_not_of('-'));
+    const std::size_t letters = name.find_first_not_of('-');
+    if (letters == std::string::npos) continue;  // "-", "---": not an option name
+    const std::string bare = name.substr(letters);
     std::vector<std::string> close;
     std::size_t best = 3;  // at most two edits away
     for (const CLI::Option* option : level->get_options()) {

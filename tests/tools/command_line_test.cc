@@ -275,6 +275,9 @@ TEST(CommandLine, AMisspeltOptionIsNamedWithTheClosestOnes) {
       {{"bench", "engine", "--opps", "5"},
        "tagflow bench engine: unknown option '--opps'; did you mean --ops?"},
       {{"train", "--zzzzzz"}, "tagflow train: unknown option '--zzzzzz' (--help lists them)"},
+      // Dashes alone name no option: CLI11's own message.
+      {{"train", "---"}, "The following argument was not expected: ---"},
+      {{"train", "-=x"}, "The following argument was not expected: -=x"},
   };
   for (const auto& [args, message] : cases) {
     const auto [what, printed] = parse_error_of(args);
