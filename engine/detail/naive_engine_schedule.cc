@@ -131,14 +131,20 @@ void NaiveEngine::run_kept(const std::function<bool()>& done, std::uint64_t belo
 
 void NaiveEngine::throttle_kept(std::unique_lock<std::mutex>& lock) {
   // As throttle_handed_over, on the kept items: the thread running them may
-  // wait for this one (a completion), so a stall lets it go on.
-  if (finished_below_.load(std::memory_order_relaxed) == stalled_below_) return;
+  // wait for this one (a completion), so a stall lets it go on. Progress is
+  // every operation run, not the mark below which all tickets finished: a
+  // schedule runs tickets out of order (PCT delays some on purpose), so that
+  // mark may stand still while the picks go on, and a pusher that took it
+  // for a stall ran ahead without bound. Under a schedule nothing is handed
+  // over, so stalled_below_ counts operations here.
+  const auto progress = [this] { return completed_.load(std::memory_order_relaxed); };
+  if (progress() == stalled_below_) return;
   all_waiters_.fetch_add(1, std::memory_order_seq_cst);
-  StallWatch watch(finished_below_.load(std::memory_order_relaxed));
+  StallWatch watch(progress());
   while (kept_.size() > kMaxKept / 2) {
     state_changed_.wait_for(lock, std::chrono::milliseconds(2));
-    if (watch.stalled(finished_below_.load(std::memory_order_relaxed))) {
-      stalled_below_ = finished_below_.load(std::memory_order_relaxed);
+    if (watch.stalled(progress())) {
+      stalled_below_ = progress();
       break;
     }
     if (!busy_ && kept_waiters_.load(std::memory_order_relaxed) == 0) break;  // nobody runs them
