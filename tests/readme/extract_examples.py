@@ -59,11 +59,13 @@ def fail(readme, line, message):
     sys.exit(f"{readme}:{line}: {message}")
 
 
-def examples(readme):
+def fenced_blocks(readme, fences, marker):
+    """Yields (index of the first line, lines, marker text or None) per block opened by one of
+    `fences`; the marker is the `marker` comment on the nearest non-blank line above it."""
     lines = pathlib.Path(readme).read_text(encoding="utf-8").splitlines()
     i = 0
     while i < len(lines):
-        if lines[i].strip() != "```cpp":
+        if lines[i].strip() not in fences:
             i += 1
             continue
         start = i + 1
@@ -71,43 +73,25 @@ def examples(readme):
         while end < len(lines) and lines[end].strip() != "```":
             end += 1
         if end == len(lines):
-            fail(readme, start, "a ```cpp block that is never closed")
+            fail(readme, start, f"a {lines[i].strip()} block that is never closed")
         before = start - 2
         while before >= 0 and not lines[before].strip():
             before -= 1
-        options = []
-        if before >= 0:
-            m = MARKER.match(lines[before].strip())
-            if m:
-                options = [o.strip() for o in m.group(1).split(",") if o.strip()]
-        yield start, lines[start:end], options
+        m = marker.match(lines[before].strip()) if before >= 0 else None
+        yield start, lines[start:end], m.group(1) if m else None
         i = end + 1
+
+
+def examples(readme):
+    """Yields (line, lines, options) per ```cpp block."""
+    for start, code, marker in fenced_blocks(readme, ("```cpp",), MARKER):
+        yield start, code, [o.strip() for o in (marker or "").split(",") if o.strip()]
 
 
 def shell_blocks(readme):
     """Yields (line of the first command, lines, marker text or None) per ```sh block."""
-    lines = pathlib.Path(readme).read_text(encoding="utf-8").splitlines()
-    i = 0
-    while i < len(lines):
-        if lines[i].strip() not in ("```sh", "```bash"):
-            i += 1
-            continue
-        start = i + 1
-        end = start
-        while end < len(lines) and lines[end].strip() != "```":
-            end += 1
-        if end == len(lines):
-            fail(readme, start, "a ```sh block that is never closed")
-        before = start - 2
-        while before >= 0 and not lines[before].strip():
-            before -= 1
-        marker = None
-        if before >= 0:
-            m = SHELL_MARKER.match(lines[before].strip())
-            if m:
-                marker = m.group(1)
-        yield start + 1, lines[start:end], marker
-        i = end + 1
+    for start, code, marker in fenced_blocks(readme, ("```sh", "```bash"), SHELL_MARKER):
+        yield start + 1, code, marker
 
 
 def shell_script(readme, line, code, marker):
