@@ -85,6 +85,18 @@ const char* to_string(CpuConv kind) {
   return "auto";
 }
 
+const char* to_string(CpuGemm kind) {
+  switch (kind) {
+    case CpuGemm::kOneDnn:
+      return "onednn";
+    case CpuGemm::kOpenBlas:
+      return "openblas";
+    case CpuGemm::kAuto:
+      break;
+  }
+  return "auto";
+}
+
 EngineConfig EngineConfig::defaults() {
   EngineConfig c;
   c.dump_signal = SIGUSR1;
@@ -166,6 +178,19 @@ EngineConfig EngineConfig::from_env() {
     } else {
       detail::throw_error(
           "TAGFLOW_CPU_CONV: expected \"auto\", \"direct\" or \"im2col\", got \"{}\"", text);
+    }
+  }
+  if (const char* text = env("TAGFLOW_CPU_GEMM")) {
+    const std::string_view s(text);
+    if (s == "auto") {
+      c.cpu_gemm = CpuGemm::kAuto;
+    } else if (s == "onednn") {
+      c.cpu_gemm = CpuGemm::kOneDnn;
+    } else if (s == "openblas") {
+      c.cpu_gemm = CpuGemm::kOpenBlas;
+    } else {
+      detail::throw_error(
+          "TAGFLOW_CPU_GEMM: expected \"auto\", \"onednn\" or \"openblas\", got \"{}\"", text);
     }
   }
   if (const char* level = env("TAGFLOW_LOG_LEVEL")) {
@@ -303,6 +328,7 @@ std::vector<std::pair<std::string, std::string>> EngineConfig::describe() const 
        exit_timeout_seconds > 0 ? fmt::format("{}", exit_timeout_seconds) : "0 (no wait)"},
       {"TAGFLOW_CONV_TF32", to_string(conv_tf32)},
       {"TAGFLOW_CPU_CONV", to_string(cpu_conv)},
+      {"TAGFLOW_CPU_GEMM", to_string(cpu_gemm)},
       {"TAGFLOW_SCHEDULE", schedule.str()},
       {"TAGFLOW_SCHEDULE_RECORD", schedule.record.empty() ? "(none)" : schedule.record.string()},
       {"TAGFLOW_LOG_LEVEL", log_level},

@@ -40,6 +40,13 @@ enum class ConvTf32 { kAllow, kForbid };
 /// always by lowering (kIm2col).
 enum class CpuConv { kAuto, kDirect, kIm2col };
 
+/// Which library multiplies matrices on CPU devices and simulated GPUs (Note
+/// [The CPU BLAS] in ops/kernels/gemm_cpu.cc): oneDNN's sgemm, which picks
+/// its kernels from the processor's instructions itself (kAuto where the
+/// build has oneDNN, and kOneDnn), or OpenBLAS's (kOpenBlas, the default of
+/// a build without oneDNN), whose kernels follow the processors it knows.
+enum class CpuGemm { kAuto, kOneDnn, kOpenBlas };
+
 /// One setting as `tagflow info` lists it.
 struct ConfigSetting {
   std::string variable;  ///< its environment variable: "TAGFLOW_CPU_WORKERS"
@@ -96,6 +103,9 @@ struct EngineConfig {
   /// Winograd's where faster), "direct" (oneDNN without Winograd's) or
   /// "im2col" (always lowered to OpenBLAS products).
   CpuConv cpu_conv = CpuConv::kAuto;
+  /// TAGFLOW_CPU_GEMM: "auto" (default: oneDNN where the build has it),
+  /// "onednn" or "openblas".
+  CpuGemm cpu_gemm = CpuGemm::kAuto;
   /// TAGFLOW_SCHEDULE ("random:SEED", "pct:SEED[:DEPTH[:STEPS]]",
   /// "replay:FILE") and TAGFLOW_SCHEDULE_RECORD (a file): a controlled
   /// schedule (Note [Controlled schedules] in engine/schedule.h), run by the
@@ -135,5 +145,7 @@ const char* to_string(EngineKind kind);
 const char* to_string(ConvTf32 policy);
 
 const char* to_string(CpuConv kind);
+/// "auto", "onednn" or "openblas", as TAGFLOW_CPU_GEMM spells them.
+const char* to_string(CpuGemm kind);
 
 }  // namespace tagflow

@@ -12,6 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "engine/detail/exit_hook.h"
 #include "engine/detail/lifetime.h"
 #include "engine/detail/naive_engine.h"
 #include "engine/detail/threaded_engine.h"
@@ -126,8 +127,12 @@ std::chrono::milliseconds to_milliseconds(double seconds) {
   return std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(seconds * 1000));
 }
 
-/// The exit hook (Note [Engine lifetime]).
+/// The exit hook (Note [Engine lifetime]): registered when the engine
+/// starts, and maybe again (detail::register_exit_hook_again); only the
+/// first to run acts.
 void finish_at_exit() {
+  static std::atomic<bool> ran{false};
+  if (ran.exchange(true)) return;
   detail::note_exit_started();
   ProcessEngine& p = *g_process;
   if (p.fork_check.forked()) return;  // a child: the threads to wait for are the parent's
@@ -204,6 +209,12 @@ ProcessEngine* start_process_engine() {
 }
 
 }  // namespace
+
+void detail::register_exit_hook_again() {
+  (void)Engine::get();
+  TAGFLOW_CHECK(std::atexit(finish_at_exit) == 0,
+                "engine: expected to register the exit hook, std::atexit failed");
+}
 
 Engine& Engine::get() {
   // Never destroyed, reachable from here (Note [Engine lifetime]).

@@ -13,6 +13,7 @@
 #include "ops/device.h"
 #include "ops/kernels/conv_kernels.h"
 #include "ops/kernels/float_staging.h"
+#include "ops/kernels/gemm_kernels.h"
 #include "ops/kernels/kernel_work.h"
 #include "ops/kernels/launch.h"
 #include "ops/reduce.h"
@@ -261,6 +262,7 @@ NDArray conv2d(const NDArray& x, const NDArray& weight, const NDArray& bias,
     const int device = ctx.index;
     VarList reads = {x.var(), weight.var()};
     if (bias.defined()) reads.push_back(bias.var());
+    if (!is_real_gpu(ctx)) cpu_kernels::prepare_products();
     detail::push_operation(kName, ctx, reads, {y.var()}, [=](const RunContext& rc) {
       run_kernel(
           rc, detail::conv_work(g, dtype),

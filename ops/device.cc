@@ -9,6 +9,10 @@
 #endif
 
 #include "engine/engine.h"
+#include "ops/kernels/gemm_kernels.h"
+#ifdef TAGFLOW_HAVE_ONEDNN
+#include "ops/kernels/onednn_threads.h"
+#endif
 
 namespace tagflow {
 
@@ -28,14 +32,18 @@ bool is_real_gpu(Context ctx) {
 
 std::vector<std::pair<std::string, std::string>> cpu_kernel_libraries() {
   std::vector<std::pair<std::string, std::string>> libraries;
-  libraries.emplace_back("OpenBLAS", fmt::format("{} (matrix products)", openblas_get_config()));
+  // Its configuration names the kernels it runs ("... Prescott MAX_THREADS=64").
+  libraries.emplace_back("OpenBLAS", openblas_get_config());
 #ifdef TAGFLOW_HAVE_ONEDNN
   const dnnl_version_t* v = dnnl_version();
-  libraries.emplace_back("oneDNN", fmt::format("{}.{}.{} (convolutions, TAGFLOW_CPU_CONV)",
-                                               v->major, v->minor, v->patch));
+  libraries.emplace_back(
+      "oneDNN",
+      fmt::format("{}.{}.{}, {} kernels (convolutions: TAGFLOW_CPU_CONV)", v->major, v->minor,
+                  v->patch, detail::onednn::isa_name(dnnl_get_effective_cpu_isa())));
 #else
-  libraries.emplace_back("oneDNN", "not in this build (convolutions lowered to OpenBLAS products)");
+  libraries.emplace_back("oneDNN", "not in this build (convolutions lowered to matrix products)");
 #endif
+  libraries.emplace_back("matrix products", detail::cpu_kernels::cpu_gemm_kernels());
   return libraries;
 }
 

@@ -24,8 +24,9 @@ std::vector<Context> try_all_gpus();
 bool is_real_gpu(Context ctx);
 
 /// The libraries the CPU kernels (of cpu(i) and simulated GPUs) call, each
-/// with its version and what it serves: OpenBLAS, and oneDNN when the build
-/// has it. For `tagflow info`.
+/// with its version and the processor's kernels it runs: OpenBLAS, oneDNN
+/// (or why the build has none), then which of them multiplies matrices
+/// ("matrix products", TAGFLOW_CPU_GEMM). For `tagflow info`.
 std::vector<std::pair<std::string, std::string>> cpu_kernel_libraries();
 
 }  // namespace tagflow

@@ -6,23 +6,14 @@
 
 #include "ops/autograd.h"
 #include "ops/detail/operator_checks.h"
+#include "ops/device.h"
 #include "ops/kernels/float_staging.h"
 #include "ops/kernels/gemm_kernels.h"
 #include "ops/kernels/kernel_work.h"
 #include "ops/kernels/launch.h"
 #include "ops/transpose.h"
 
-// Note [The CPU BLAS]
-// Products on CPU devices (and simulated GPUs) call OpenBLAS, Debian's
-// pthread build. Measured on the reference machine (2 cores with AVX-512,
-// float32, medians): at 2048x2048x2048 OpenBLAS gives 160-190 GFLOP/s on its
-// two threads and 85 on one; oneDNN 2.6's sgemm about 190 on two, BLIS 0.9
-// 50-110. At 100x100x100 OpenBLAS takes 26 us and BLIS 50. oneDNN matches
-// OpenBLAS on large products, but Debian builds it on OpenMP, whose thread
-// teams (one per calling thread) would compete with oneTBB's threads and each
-// device's workers for the same cores; OpenBLAS's pool is one per process and
-// takes concurrent callers safely. It is also the BLAS the PyTorch comparison
-// of `tagflow bench train` uses, so that comparison is like for like.
+// The CPU kernels: Note [The CPU BLAS] in ops/kernels/gemm_cpu.cc.
 
 namespace tagflow {
 
@@ -76,6 +67,7 @@ NDArray product(const char* name, const NDArray& a, const Shape& a3, const NDArr
   const std::int64_t b_size = b.size();
   const std::int64_t c_size = c.size();
   const int device = a.context().index;
+  if (!is_real_gpu(a.context())) detail::cpu_kernels::prepare_products();
   detail::push_operation(
       name, a.context(), {a.var(), b.var()}, {c.var()}, [=](const RunContext& rc) {
         detail::run_kernel(

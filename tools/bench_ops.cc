@@ -9,6 +9,10 @@
 #include <cblas.h>
 #include <fmt/format.h>
 
+#ifdef TAGFLOW_HAVE_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
 #include "tagflow/tagflow.h"
 
 namespace tagflow::tools {
@@ -59,56 +63,79 @@ Row small_add(const OpsBenchOptions& o) {
           ok};
 }
 
-/// A float32 matrix product of `size` x `size` matrices on cpu(0), through
-/// tagflow (`dot`, then a wait) and through the BLAS called directly on the
-/// same memory.
-Row gemm(const OpsBenchOptions& o) {
+/// GFLOP/s of `product`, a `flops` product: the median of `runs` after a warm-up.
+template <typename Product>
+double rate(const OpsBenchOptions& o, double flops, const Product& product) {
+  product();
+  std::vector<double> rates;
+  for (int run = 0; run < o.runs; ++run) {
+    const auto start = Clock::now();
+    product();
+    rates.push_back(flops / seconds_since(start) / 1e9);
+  }
+  return median(rates);
+}
+
+/// Matrix products of `size` x `size` matrices on cpu(0) through tagflow
+/// (`dot`, then a wait) in each floating-point dtype, and in float32 through
+/// the libraries called directly on the same memory, each with its own
+/// threads: the best this machine's libraries do.
+std::vector<Row> gemm(const OpsBenchOptions& o) {
   const std::int64_t n = o.gemm_size;
-  NDArray a = random::uniform(-1, 1, {n, n}, std::uint64_t{1});
-  NDArray b = random::uniform(-1, 1, {n, n}, std::uint64_t{2});
-  NDArray c = zeros({n, n});
-  c.wait_to_read();
   const double flops =
       2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
-  const float* pa = a.data<float>();
-  const float* pb = b.data<float>();
-  const auto blas_n = static_cast<blasint>(n);
-  auto through_tagflow = [&] {
-    c = dot(a, b);
-    c.wait_to_read();
-  };
+  NDArray a = random::uniform(-1, 1, {n, n}, std::uint64_t{1});
+  NDArray b = random::uniform(-1, 1, {n, n}, std::uint64_t{2});
   NDArray direct_out = zeros({n, n});
   direct_out.wait_to_read();
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
   float* pc = direct_out.data<float>();
-  auto direct = [&] {
+  const auto blas_n = static_cast<blasint>(n);
+  const double openblas = rate(o, flops, [&] {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, blas_n, blas_n, blas_n, 1.f, pa, blas_n,
                 pb, blas_n, 0.f, pc, blas_n);
-  };
-  // Warm-up, then the two alternate run by run, so that drifts of the
-  // machine (frequency, neighbours) weigh on both alike.
-  through_tagflow();
-  direct();
-  std::vector<double> tagflow_rates;
-  std::vector<double> direct_rates;
-  for (int run = 0; run < o.runs; ++run) {
-    auto start = Clock::now();
-    through_tagflow();
-    tagflow_rates.push_back(flops / seconds_since(start) / 1e9);
-    start = Clock::now();
-    direct();
-    direct_rates.push_back(flops / seconds_since(start) / 1e9);
+  });
+  double onednn = 0;
+#ifdef TAGFLOW_HAVE_ONEDNN
+  onednn = rate(o, flops, [&] {
+    const dnnl_status_t status = dnnl_sgemm('N', 'N', n, n, n, 1.f, pa, n, pb, n, 0.f, pc, n);
+    TAGFLOW_CHECK(status == dnnl_success, "bench ops: dnnl_sgemm failed with status {}",
+                  static_cast<int>(status));
+  });
+#endif
+  const double best = std::max(openblas, onednn);
+  std::string kernels;
+  for (const auto& [name, value] : cpu_kernel_libraries()) {
+    if (name == "matrix products") kernels = value;
   }
-  const double through = median(tagflow_rates);
-  const double blas = median(direct_rates);
-  const double ratio = through / blas;
-  fmt::print(
-      "{{\"bench\":\"ops\",\"case\":\"gemm\",\"device\":\"cpu(0)\",\"size\":{},\"runs\":{},"
-      "\"gflops\":{:.1f},\"blas_gflops\":{:.1f},\"ratio\":{:.3f},\"blas\":\"{}\"}}\n",
-      n, o.runs, through, blas, ratio, openblas_get_config());
-  return {"gemm", fmt::format("{:.1f} GFLOP/s", through),
-          fmt::format("{0}x{0} float32 on cpu(0); OpenBLAS direct {1:.1f} GFLOP/s, ratio {2:.3f}",
-                      n, blas, ratio),
-          true};
+  std::vector<Row> rows;
+  for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat16}) {
+    const NDArray x = a.astype(dtype);
+    const NDArray y = b.astype(dtype);
+    NDArray c;
+    const double through = rate(o, flops, [&] {
+      c = dot(x, y);
+      c.wait_to_read();
+    });
+    const double ratio = through / best;
+    fmt::print(
+        "{{\"bench\":\"ops\",\"case\":\"gemm\",\"device\":\"cpu(0)\",\"dtype\":\"{}\","
+        "\"size\":{},\"runs\":{},\"gflops\":{:.1f},\"openblas_gflops\":{:.1f},"
+        "\"onednn_gflops\":{:.1f},\"ratio\":{:.3f},\"kernels\":\"{}\",\"openblas\":\"{}\"}}\n",
+        dtype_name(dtype), n, o.runs, through, openblas, onednn, ratio, kernels,
+        openblas_get_config());
+    rows.push_back(
+        {fmt::format("gemm {}", dtype_name(dtype)), fmt::format("{:.1f} GFLOP/s", through),
+         dtype == DType::kFloat32
+             ? fmt::format("{0}x{0} on cpu(0), {1}; float32 called directly with their own "
+                           "threads: OpenBLAS {2:.1f}, oneDNN {3:.1f} GFLOP/s; ratio to the "
+                           "best {4:.3f}",
+                           n, kernels, openblas, onednn, ratio)
+             : fmt::format("{0}x{0} on cpu(0); ratio to the best float32 {1:.3f}", n, ratio),
+         true});
+  }
+  return rows;
 }
 
 /// The tutorials' exercise: `products` products of 100x100 matrices, the
@@ -274,7 +301,9 @@ bool run_ops_bench(const OpsBenchOptions& options) {
   std::vector<Row> rows;
   for (const std::string& name : options.cases) {
     if (name == "small-add") rows.push_back(small_add(options));
-    if (name == "gemm") rows.push_back(gemm(options));
+    if (name == "gemm") {
+      for (Row& row : gemm(options)) rows.push_back(std::move(row));
+    }
     if (name == "sync-log") rows.push_back(sync_log(options));
     if (name == "scaling") rows.push_back(scaling(options));
     if (name == "cpu-vs-gpu") {

@@ -2,8 +2,9 @@
 // `tagflow bench ops`: the cost of operators through the whole stack.
 //  - small-add: `c = a + b` on 4-element arrays, repeated: checks, output
 //    allocation, push, kernel, completion and release, in µs per operation;
-//  - gemm: a float32 matrix product through tagflow against the BLAS called
-//    directly, in GFLOP/s;
+//  - gemm: a matrix product through tagflow in float32, bfloat16 and
+//    float16, against float32 products of OpenBLAS and oneDNN called
+//    directly with their own threads, in GFLOP/s;
 //  - sync-log: the tutorials' exercise, 1000 products of 100x100 matrices
 //    logging the Frobenius norm to the host after each one, against keeping
 //    the log on the device and copying it once;

@@ -13,7 +13,6 @@
 #include <string>
 #include <thread>
 
-#include <cblas.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -391,19 +390,6 @@ std::vector<EpochResult> run_train(const TrainOptions& options) {
   });
   const std::string model_name =
       modelled ? Engine::get().gpus()[static_cast<std::size_t>(devices[0].index)].model : "";
-  // Several devices whose kernels run on the host (cpu(i), simulated GPUs)
-  // call the BLAS at once; OpenBLAS runs concurrent multithreaded calls one
-  // after the other, so each device's calls get one thread instead.
-  // Likewise, processes of the job on the same machine share its cores.
-  const auto host_devices =
-      std::count_if(devices.begin(), devices.end(), [](Context c) { return !is_real_gpu(c); });
-  const int neighbours = distributed ? processes->local_size() : 1;
-  if (host_devices > 1) {
-    openblas_set_num_threads(1);
-  } else if (host_devices == 1 && neighbours > 1) {
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    openblas_set_num_threads(std::max(1, cores / neighbours));
-  }
   const auto device_count = static_cast<std::int64_t>(devices.size());
   TAGFLOW_CHECK(options.batch_size % process_count == 0,
                 "train: a batch of {} samples cannot be split evenly across {} processes: use a "

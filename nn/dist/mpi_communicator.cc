@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -94,6 +95,13 @@ std::shared_ptr<MpiCommunicator> MpiCommunicator::world(MpiOptions options) {
       "MPI_Comm_split_type");
   check_mpi(MPI_Comm_size(machine, &state->local_size), "MPI_Comm_size");
   MPI_Comm_free(&machine);
+  if (state->local_size > 1) {
+    // The CPU kernels spread their work over oneTBB's threads (Note [The
+    // CPU BLAS] in ops/kernels/gemm_cpu.cc): each process takes its share.
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    state->cores.emplace(tbb::global_control::max_allowed_parallelism,
+                         static_cast<std::size_t>(std::max(1, cores / state->local_size)));
+  }
   char name[MPI_MAX_PROCESSOR_NAME];
   int length = 0;
   check_mpi(MPI_Get_processor_name(name, &length), "MPI_Get_processor_name");

@@ -94,7 +94,9 @@ class MpiCommunicator final : public ProcessGroup {
   /// calls return the same communicator and ignore `options`. MPI is
   /// finalised when the last reference goes, and can be initialised only
   /// once per process: a call after that throws CommunicationError. Without
-  /// `mpirun` the job is this one process. Collective: every process of the
+  /// `mpirun` the job is this one process. While it lives, the CPU kernels
+  /// of each of the job's processes on one machine use their share of its
+  /// cores (cores / local_size()). Collective: every process of the
   /// job must call it. Throws CommunicationError when the build has no MPI or
   /// MPI cannot start, tagflow::Error for bad options.
   static std::shared_ptr<MpiCommunicator> world(MpiOptions options = {});

@@ -2,8 +2,6 @@
 
 #include "ops/kernels/conv_onednn_plan.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <array>
 #include <map>
@@ -107,25 +105,6 @@ const dnnl::engine& cpu_engine() {
   // process's static objects are destroyed.
   static const auto* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
   return *engine;
-}
-
-/// Makes oneDNN's kernels called from this thread run on it alone. Debian
-/// builds oneDNN on OpenMP, whose thread count is a per-thread setting of
-/// its runtime (the one oneDNN itself loads, looked up here so that nothing
-/// else links it).
-void use_this_thread_only() {
-#if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
-  using SetThreads = void (*)(int);
-  static const SetThreads set_threads = [] {
-    void* symbol = ::dlsym(RTLD_DEFAULT, "omp_set_num_threads");
-    if (symbol == nullptr) {
-      void* gomp = ::dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
-      if (gomp != nullptr) symbol = ::dlsym(gomp, "omp_set_num_threads");
-    }
-    return reinterpret_cast<SetThreads>(symbol);
-  }();
-  if (set_threads != nullptr) set_threads(1);
-#endif
 }
 
 /// Builds the plan of `pass` over `images` images; null when oneDNN has no

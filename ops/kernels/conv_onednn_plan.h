@@ -15,6 +15,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "ops/kernels/conv_kernels.h"
+#include "ops/kernels/onednn_threads.h"
 
 namespace tagflow::detail::onednn {
 
@@ -73,9 +74,6 @@ struct Plan {
 
 /// The CPU engine of every oneDNN object here.
 const dnnl::engine& cpu_engine();
-
-/// Makes oneDNN's kernels called from this thread run on it alone.
-void use_this_thread_only();
 
 /// Builds the plan of `pass` over `images` images (with the bias's operand
 /// when `bias`, Winograd's algorithm when `winograd`); null when oneDNN has

@@ -1,6 +1,6 @@
 #pragma once
-// Float32Staging: how a CPU kernel that computes in float32 only (OpenBLAS's
-// sgemm, oneDNN's convolutions, the pooling and batch-norm loops) serves
+// Float32Staging: how a CPU kernel that computes in float32 only (the
+// libraries' sgemm, oneDNN's convolutions, the pooling and batch-norm loops) serves
 // float16 and bfloat16 arrays by Note [Half precision arithmetic] in
 // ops/half.h: its inputs are widened exactly into float32 working memory,
 // it computes there, and each output is rounded once into its array. The

@@ -92,6 +92,29 @@ TEST(EngineConfigTest, CpuConvIsReadListedAndCheckedDefaultingToAuto) {
   }
 }
 
+TEST(EngineConfigTest, CpuGemmIsReadListedAndCheckedDefaultingToAuto) {
+  ScopedEnv env("TAGFLOW_CPU_GEMM");
+  env.unset();
+  EXPECT_EQ(EngineConfig::defaults().cpu_gemm, CpuGemm::kAuto);
+  EXPECT_EQ(described(EngineConfig::from_env(), "TAGFLOW_CPU_GEMM"), "auto");
+  env.set("openblas");
+  EXPECT_EQ(EngineConfig::from_env().cpu_gemm, CpuGemm::kOpenBlas);
+  EXPECT_EQ(described(EngineConfig::from_env(), "TAGFLOW_CPU_GEMM"), "openblas");
+  env.set("onednn");
+  EXPECT_EQ(EngineConfig::from_env().cpu_gemm, CpuGemm::kOneDnn);
+  EXPECT_EQ(described(EngineConfig::from_env(), "TAGFLOW_CPU_GEMM"), "onednn");
+  env.set("mkl");
+  try {
+    (void)EngineConfig::from_env();
+    ADD_FAILURE() << "TAGFLOW_CPU_GEMM=mkl was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  R"(TAGFLOW_CPU_GEMM: expected "auto", "onednn" or "openblas", got "mkl")"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(EngineConfigTest, BadConvTf32SaysWhatItAcceptsAndWhatCame) {
   ScopedEnv env("TAGFLOW_CONV_TF32");
   for (const char* bad : {"yes", "Allow", "tf32", "0"}) {

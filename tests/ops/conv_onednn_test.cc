@@ -212,16 +212,19 @@ TEST(ConvOneDnnTest, TheWeightGradientHasTheSameBitsOnOneThreadAsOnAll) {
 
 TEST(ConvOneDnnTest, TheCpuKernelLibrariesNameOneDnnAndItsVersion) {
   const auto libraries = cpu_kernel_libraries();
-  ASSERT_EQ(libraries.size(), 2u);
+  ASSERT_EQ(libraries.size(), 3u);
   EXPECT_EQ(libraries[0].first, "OpenBLAS");
   EXPECT_NE(libraries[0].second.find("OpenBLAS 0."), std::string::npos) << libraries[0].second;
   EXPECT_EQ(libraries[1].first, "oneDNN");
   const dnnl_version_t* v = dnnl_version();
   EXPECT_EQ(libraries[1].second.rfind(std::to_string(v->major) + "." + std::to_string(v->minor) +
-                                          "." + std::to_string(v->patch) + " (",
+                                          "." + std::to_string(v->patch) + ", ",
                                       0),
             0u)
       << libraries[1].second;
+  EXPECT_NE(libraries[1].second.find(" kernels"), std::string::npos) << libraries[1].second;
+  EXPECT_EQ(libraries[2].first, "matrix products");
+  EXPECT_NE(libraries[2].second.find("TAGFLOW_CPU_GEMM"), std::string::npos) << libraries[2].second;
 }
 
 TEST(ConvOneDnnTest, WinogradIsWithinItsBound) {

@@ -2,11 +2,9 @@
 tagflow.gluon, against `tagflow train` with the same settings: one epoch of
 Fashion-MNIST on two simulated GPUs, LeNet, Xavier, SGD 0.1, batch 256,
 seed 1. Both shuffle the same order, start from the same weights and push
-the same operations, so the epoch's mean loss agrees to float32 rounding.
-
-`tagflow train` gives OpenBLAS one thread per call when several host devices
-(simulated GPUs) compute at once; CTest runs this test with
-OPENBLAS_NUM_THREADS=1 so that the products here sum in the same order."""
+the same operations, so the epoch's mean loss agrees to float32 rounding (the
+CPU products' sums do not depend on how many threads compute them: Note
+[The CPU BLAS] in ops/kernels/gemm_cpu.cc)."""
 
 import json
 import os

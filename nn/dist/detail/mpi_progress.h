@@ -16,9 +16,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <tbb/global_control.h>
 
 #include "engine/inline_function.h"
 #include "nn/dist/mpi_communicator.h"
@@ -71,6 +74,9 @@ struct MpiCommunicator::State {
   int local_size = 1;
   std::string host;
   bool finalize_mpi = false;  ///< tagflow initialised MPI, so it finalises it
+  /// With several processes of the job on this machine, this one's share of
+  /// its cores for the CPU kernels.
+  std::optional<tbb::global_control> cores;
 
   std::mutex mutex;
   std::condition_variable wake;   ///< the communication thread: work handed over, or stop
