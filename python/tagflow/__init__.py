@@ -37,6 +37,7 @@ __version__ = _core.__version__
 
 from . import context, engine, ndarray, numpy, numpy_extension, autograd, profiler  # noqa: E402
 from . import init, random, gluon  # noqa: E402
+from . import lr_scheduler, metric, optimizer  # noqa: E402
 
 nd = ndarray
 np = numpy
@@ -52,7 +53,7 @@ __all__ = [
     "CommunicationError", "StaleVariableError", "ForkError", "NotComputedError",
     "WaitInsideOperationError",
     "nd", "np", "npx", "ndarray", "numpy", "numpy_extension", "autograd", "context",
-    "engine", "profiler", "init", "random", "gluon", "info",
+    "engine", "profiler", "init", "random", "gluon", "lr_scheduler", "metric", "optimizer", "info",
 ]
 
 

@@ -10,6 +10,7 @@ written in Python (a subclass of ``gluon.Block`` with ``forward``) is called
 by them like any other.
 """
 
-from .._core.gluon import Parameter, ParameterDict, Trainer  # noqa: F401
+from .._core.gluon import Parameter, ParameterDict  # noqa: F401
+from .trainer import Trainer  # noqa: F401
 from .block import Block, HybridBlock  # noqa: F401
 from . import data, loss, model_zoo, nn, utils  # noqa: F401

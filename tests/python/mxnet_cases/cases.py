@@ -1,0 +1,162 @@
+"""Short pieces of ordinary MXNet 1.x code, each a function of the module it
+runs on (`mx`: ``import mxnet as mx`` or ``import tagflow as mx``) returning
+what it computed as plain numbers.
+
+generate_expected.py runs them on MXNet 1.9.1 and writes mxnet_1_9_1.json;
+test_mxnet_cases.py runs them on tagflow and compares. Written as MXNet
+users write them: nothing here may depend on which module it runs on."""
+
+import numpy as np
+
+CASES = {}
+
+
+def case(function):
+    CASES[function.__name__] = function
+    return function
+
+
+def _scores(seed, rows, classes):
+    rng = np.random.RandomState(seed)
+    return rng.uniform(0.01, 1, size=(rows, classes)).astype("float32")
+
+
+@case
+def metric_accuracy(mx):
+    acc = mx.metric.Accuracy()
+    preds = [mx.nd.array(_scores(1, 8, 3)), mx.nd.array(_scores(2, 8, 3))]
+    labels = [mx.nd.array([0, 1, 2, 0, 1, 2, 0, 1]), mx.nd.array([2, 2, 1, 1, 0, 0, 1, 2])]
+    acc.update(labels=labels[0], preds=preds[0])
+    first = acc.get()[1]
+    acc.update(labels=labels[1:], preds=preds[1:])
+    name, value = acc.get()
+    acc.reset()
+    return {"name": name, "first": first, "value": value, "num_inst": 16,
+            "after_reset_is_nan": bool(np.isnan(acc.get()[1]))}
+
+
+@case
+def metric_top_k_and_composite(mx):
+    composite = mx.metric.CompositeEvalMetric()
+    composite.add(mx.metric.Accuracy())
+    composite.add(mx.metric.TopKAccuracy(top_k=2))
+    composite.add(mx.metric.create("ce"))
+    scores = _scores(3, 10, 4)
+    probs = scores / scores.sum(axis=1, keepdims=True)
+    label = mx.nd.array([0, 1, 2, 3, 0, 1, 2, 3, 3, 3])
+    composite.update([label], [mx.nd.array(probs)])
+    names, values = composite.get()
+    return {"names": names, "values": values,
+            "name_value": [list(p) for p in composite.get_name_value()]}
+
+
+@case
+def metric_regression(mx):
+    rng = np.random.RandomState(4)
+    out = {}
+    for name in ("mae", "mse", "rmse"):
+        metric = mx.metric.create(name)
+        for _ in range(3):
+            label = rng.uniform(-1, 1, size=(6,)).astype("float32")
+            pred = rng.uniform(-1, 1, size=(6, 1)).astype("float32")
+            metric.update([mx.nd.array(label)], [mx.nd.array(pred)])
+        out[name] = list(metric.get())
+    return out
+
+
+@case
+def metric_f1_perplexity_loss_pearson(mx):
+    rng = np.random.RandomState(5)
+    out = {}
+    for average in ("macro", "micro"):
+        f1 = mx.metric.F1(average=average)
+        for _ in range(3):
+            pred = mx.nd.array(rng.uniform(0, 1, size=(12, 2)).astype("float32"))
+            label = mx.nd.array(rng.randint(0, 2, size=(12,)).astype("float32"))
+            f1.update([label], [pred])
+        out["f1_" + average] = list(f1.get())
+    perplexity = mx.metric.Perplexity(ignore_label=None)
+    scores = _scores(6, 7, 5)
+    perplexity.update([mx.nd.array([0, 1, 2, 3, 4, 0, 1])],
+                      [mx.nd.array(scores / scores.sum(axis=1, keepdims=True))])
+    out["perplexity"] = list(perplexity.get())
+    ignoring = mx.metric.Perplexity(ignore_label=1)
+    ignoring.update([mx.nd.array([0, 1, 2, 3, 4, 0, 1])],
+                    [mx.nd.array(scores / scores.sum(axis=1, keepdims=True))])
+    out["perplexity_ignoring"] = list(ignoring.get())
+    loss = mx.metric.Loss()
+    loss.update(None, [mx.nd.array([0.5, 1.5, 2.0]), mx.nd.array([1.0])])
+    out["loss"] = list(loss.get())
+    pearson = mx.metric.PearsonCorrelation()
+    pearson.update([mx.nd.array(rng.uniform(size=(9,)).astype("float32"))],
+                   [mx.nd.array(rng.uniform(size=(9,)).astype("float32"))])
+    out["pearsonr"] = list(pearson.get())
+
+    def absolute_error(label, pred):
+        return float(np.abs(label - pred).sum()), label.size
+
+    custom = mx.metric.np(absolute_error)
+    custom.update([mx.nd.array([1, 2, 3])], [mx.nd.array([1.5, 2, 2])])
+    out["custom"] = list(custom.get())
+    return out
+
+
+@case
+def lr_schedulers(mx):
+    s = mx.lr_scheduler
+    schedules = {
+        "factor": s.FactorScheduler(step=3, factor=0.5, base_lr=1.0),
+        "factor_floor": s.FactorScheduler(step=2, factor=0.1, stop_factor_lr=1e-3, base_lr=1.0),
+        "factor_warmup": s.FactorScheduler(step=4, factor=0.9, base_lr=0.5, warmup_steps=3,
+                                           warmup_begin_lr=0.1),
+        "multifactor": s.MultiFactorScheduler(step=[2, 5, 9], factor=0.3, base_lr=2.0),
+        "poly": s.PolyScheduler(max_update=12, base_lr=1.0, pwr=2, final_lr=0.1),
+        "poly_warmup": s.PolyScheduler(max_update=12, base_lr=1.0, pwr=1, warmup_steps=4,
+                                       warmup_begin_lr=0.2, warmup_mode="constant"),
+        "cosine": s.CosineScheduler(max_update=10, base_lr=0.8, final_lr=0.05),
+        "cosine_warmup": s.CosineScheduler(max_update=10, base_lr=0.8, warmup_steps=2),
+    }
+    return {name: [schedule(i) for i in range(1, 16)] for name, schedule in schedules.items()}
+
+
+def _train(mx, optimizer, optimizer_params, steps=6):
+    """A Dense layer of known weights trained on a fixed batch; its weights
+    after each step."""
+    rng = np.random.RandomState(7)
+    x = mx.nd.array(rng.uniform(-1, 1, size=(4, 3)).astype("float32"))
+    y = mx.nd.array(np.array([0, 1, 1, 0], dtype="float32"))
+    net = mx.gluon.nn.Dense(2, in_units=3)
+    net.initialize()
+    net.weight.set_data(mx.nd.array(rng.uniform(-0.5, 0.5, size=(2, 3)).astype("float32")))
+    net.bias.set_data(mx.nd.array(np.array([0.1, -0.1], dtype="float32")))
+    loss = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    trainer = mx.gluon.Trainer(net.collect_params(), optimizer, optimizer_params)
+    weights, rates = [], []
+    for _ in range(steps):
+        with mx.autograd.record():
+            l = loss(net(x), y)
+        l.backward()
+        trainer.step(4)
+        weights.append(net.weight.data().asnumpy().ravel().tolist())
+        rates.append(trainer.learning_rate)
+    return {"weights": weights, "rates": rates}
+
+
+@case
+def trainer_with_schedule(mx):
+    schedule = mx.lr_scheduler.FactorScheduler(step=2, factor=0.5, base_lr=0.4)
+    return _train(mx, "sgd", {"learning_rate": 0.4, "lr_scheduler": schedule})
+
+
+@case
+def trainer_with_optimizer_objects(mx):
+    out = {}
+    out["sgd_momentum"] = _train(mx, mx.optimizer.SGD(learning_rate=0.2, momentum=0.9, wd=0.01),
+                                 None)
+    out["nag"] = _train(mx, "nag", {"learning_rate": 0.2, "momentum": 0.9})
+    out["adam"] = _train(mx, mx.optimizer.create("adam", learning_rate=0.05), None)
+    out["sgd_momentum_schedule"] = _train(
+        mx, mx.optimizer.SGD(learning_rate=0.3, momentum=0.8,
+                             lr_scheduler=mx.lr_scheduler.CosineScheduler(max_update=6,
+                                                                          base_lr=0.3)), None)
+    return out

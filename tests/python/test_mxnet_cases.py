@@ -1,0 +1,68 @@
+"""MXNet 1.x code run with its import changed: the cases of
+mxnet_cases/cases.py on tagflow, against what MXNet 1.9.1 computed for them
+(mxnet_cases/mxnet_1_9_1.json, written by mxnet_cases/generate_expected.py).
+
+Schedules, computed in Python floats by both, agree to 1e-12. The rest
+starts from float32 arrays, which MXNet reduces in float32 (its pick, log and
+sum) and tagflow in float32 or float64: sums of at most 36 terms of float32
+rounding (2^-24 each), and weights trained for six steps of such sums, agree
+to 1e-5 relative."""
+
+import json
+import math
+import pathlib
+
+import pytest
+
+import tagflow as mx
+from mxnet_cases.cases import CASES
+
+EXPECTED = json.loads(
+    (pathlib.Path(__file__).resolve().parent / "mxnet_cases" / "mxnet_1_9_1.json").read_text())
+
+
+def compare(got, expected, tolerance, where):
+    if isinstance(expected, dict):
+        assert isinstance(got, dict) and sorted(got) == sorted(expected), where
+        for key in expected:
+            compare(got[key], expected[key], tolerance, f"{where}.{key}")
+    elif isinstance(expected, list):
+        assert isinstance(got, (list, tuple)) and len(got) == len(expected), \
+            f"{where}: {got!r} against {expected!r}"
+        for i, (g, e) in enumerate(zip(got, expected)):
+            compare(g, e, tolerance, f"{where}[{i}]")
+    elif isinstance(expected, float):
+        assert isinstance(got, (int, float)), f"{where}: {got!r} against {expected!r}"
+        if math.isnan(expected):
+            assert math.isnan(got), f"{where}: {got!r} against NaN"
+        else:
+            assert abs(got - expected) <= tolerance * max(1.0, abs(expected)), \
+                f"{where}: {got!r} against MXNet's {expected!r}"
+    else:
+        assert got == expected, f"{where}: {got!r} against MXNet's {expected!r}"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_case_computes_what_mxnet_computes(name):
+    tolerance = 1e-12 if name == "lr_schedulers" else 1e-5
+    compare(CASES[name](mx), EXPECTED[name], tolerance, name)
+
+
+def test_every_case_has_mxnets_values():
+    assert EXPECTED["mxnet"] == "1.9.1"
+    assert sorted(k for k in EXPECTED if k != "mxnet") == sorted(CASES)
+
+
+def test_what_is_refused_says_so():
+    with pytest.raises(mx.MXNetError, match="Cannot find optimizer 'rmsprop2'"):
+        mx.optimizer.create("rmsprop2")
+    with pytest.raises(ValueError, match="unknown parameter 'beta1'"):
+        mx.optimizer.create("sgd", beta1=0.9)
+    with pytest.raises(ValueError, match="multi_precision"):
+        mx.optimizer.SGD(multi_precision=True)
+    with pytest.raises(ValueError, match="Metric must be one of"):
+        mx.metric.create("accuracyy")
+    with pytest.raises(ValueError, match="increasing"):
+        mx.lr_scheduler.MultiFactorScheduler(step=[3, 2])
+    with pytest.raises(ValueError, match="does not match"):
+        mx.metric.Accuracy().update([mx.nd.array([1, 2])], [])
