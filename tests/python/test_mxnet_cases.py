@@ -12,6 +12,7 @@ import json
 import math
 import pathlib
 
+import numpy as onp
 import pytest
 
 import tagflow as mx
@@ -66,3 +67,26 @@ def test_what_is_refused_says_so():
         mx.lr_scheduler.MultiFactorScheduler(step=[3, 2])
     with pytest.raises(ValueError, match="does not match"):
         mx.metric.Accuracy().update([mx.nd.array([1, 2])], [])
+
+
+def test_randint_draws_in_range_from_the_seeded_generator():
+    mx.random.seed(3)
+    first = mx.nd.random.randint(-3, 4, shape=(2000,)).asnumpy()
+    mx.random.seed(3)
+    again = mx.nd.random.randint(-3, 4, shape=(2000,)).asnumpy()
+    assert first.dtype.name == "int32"
+    assert (first == again).all()
+    assert first.min() == -3 and first.max() == 3
+    # 2000 draws over 7 values: each about 286 times; 200 is 5 standard deviations below.
+    counts = [(first == v).sum() for v in range(-3, 4)]
+    assert min(counts) > 200, counts
+    with pytest.raises(ValueError, match="low < high"):
+        mx.nd.random.randint(4, 4)
+
+
+def test_the_numpy_interface_keeps_int64_indices():
+    x = mx.np.array([[1.0, 5.0], [7.0, 2.0]])
+    assert onp.dtype(x.argmax(axis=1).dtype).name == "int64"
+    assert onp.dtype(mx.nd.array([[1.0, 5.0]]).argmax(axis=1).dtype).name == "float32"
+    with pytest.raises(ValueError, match="of one shape"):
+        mx.nd.elemwise_add(mx.nd.ones((2, 3)), mx.nd.ones((3,)))

@@ -13,7 +13,8 @@ from .._core.nd import (  # noqa: F401
     abs, add, arange, array, batch_dot, clip, concat, divide, dot, empty, exp, from_dlpack, full, log,
     log_softmax, matmul, max, maximum, mean, min, minimum, multiply, negative, norm, one_hot,
     to_dlpack_for_read, to_dlpack_for_write,
-    ones, ones_like, power, relu, sigmoid, softmax, sqrt, square, stack, subtract, sum, tanh,
+    ones, ones_like, power, relu, sigmoid, softmax, sqrt, square, subtract, sum, tanh,
     transpose, waitall, where, zeros, zeros_like,
 )
+from .compose import *  # noqa: F401,F403  (broadcast_*, elemwise_*, argmax, stack(*data), ...)
 from . import random  # noqa: F401

@@ -160,3 +160,55 @@ def trainer_with_optimizer_objects(mx):
                              lr_scheduler=mx.lr_scheduler.CosineScheduler(max_update=6,
                                                                           base_lr=0.3)), None)
     return out
+
+
+@case
+def nd_broadcast_elemwise_and_shapes(mx):
+    nd = mx.nd
+    a = nd.array([[1, 2, 3], [4, 5, 6]])
+    b = nd.array([[10], [20]])
+    c = nd.array([2, 0.5, 4])
+    out = {}
+    for name in ("broadcast_add", "broadcast_sub", "broadcast_minus", "broadcast_plus",
+                 "broadcast_mul", "broadcast_div", "broadcast_maximum", "broadcast_minimum",
+                 "broadcast_equal", "broadcast_not_equal", "broadcast_greater",
+                 "broadcast_greater_equal", "broadcast_lesser", "broadcast_lesser_equal"):
+        out[name] = getattr(nd, name)(a, b).asnumpy().tolist()
+    out["broadcast_power"] = nd.broadcast_power(a, c).asnumpy().tolist()
+    out["broadcast_equal_row"] = nd.broadcast_equal(a, nd.array([1, 5, 0])).asnumpy().tolist()
+    for name in ("elemwise_add", "elemwise_sub", "elemwise_mul", "elemwise_div"):
+        out[name] = getattr(nd, name)(a, a * 2 + 1).asnumpy().tolist()
+    out["broadcast_to"] = nd.broadcast_to(b, shape=(2, 4)).asnumpy().tolist()
+    out["broadcast_to_zero"] = nd.broadcast_to(c.reshape((1, 3)), shape=(2, 0)).asnumpy().tolist()
+    out["broadcast_like"] = nd.broadcast_like(b, a).asnumpy().tolist()
+    out["broadcast_axis"] = nd.broadcast_axis(b, axis=1, size=3).asnumpy().tolist()
+    out["expand_dims"] = list(nd.expand_dims(c, axis=0).shape)
+    out["squeeze"] = list(nd.squeeze(nd.ones((1, 3, 1))).shape)
+    out["flatten"] = list(nd.flatten(nd.ones((2, 3, 4))).shape)
+    out["sign"] = nd.sign(nd.array([-2, 0, 3.5])).asnumpy().tolist()
+    out["stack"] = nd.stack(a, a * 10, axis=1).asnumpy().tolist()
+    out["linspace"] = nd.linspace(0, 1, 5).asnumpy().tolist()
+    out["linspace_open"] = nd.linspace(-1, 1, 4, endpoint=False).asnumpy().tolist()
+    x = nd.array([[1], [2]])
+    x.attach_grad()
+    with mx.autograd.record():
+        y = nd.broadcast_to(x, shape=(2, 3)) * a
+    y.backward()
+    out["broadcast_to_grad"] = x.grad.asnumpy().tolist()
+    return out
+
+
+@case
+def nd_argmax_is_float32_as_the_crash_course_uses_it(mx):
+    nd = mx.nd
+    output = nd.array(_scores(8, 6, 4))
+    label = nd.array([0, 1, 2, 3, 0, 1], dtype="int32")
+    accuracy = (output.argmax(axis=1) == label.astype("float32")).mean().asscalar()
+    indices = nd.argmax(output, axis=1)
+    smallest = nd.argmin(output, axis=0)
+    return {"accuracy": float(accuracy), "argmax": indices.asnumpy().tolist(),
+            "argmax_dtype": np.dtype(indices.dtype).name,
+            "argmin": smallest.asnumpy().tolist(),
+            "argmin_dtype": np.dtype(smallest.dtype).name,
+            "method_dtype": np.dtype(output.argmax(axis=0).dtype).name,
+            "keepdims": list(nd.argmax(output, axis=1, keepdims=True).shape)}
