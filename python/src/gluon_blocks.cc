@@ -107,8 +107,22 @@ children and parameters as attributes, and defines forward().)doc")
       .def(py::init_alias<std::string>(), py::arg("kind") = "block")
       .def("__call__", &call_block)
       .def(
-          "hybridize", [](const nn::Block&, const py::args&, const py::kwargs&) {},
-          "Accepted for MXNet's code; networks run as they are written.")
+          "hybridize",
+          [](const nn::Block&, const py::args&, const py::kwargs&) {
+            // Said once per process (under the GIL, which guards the flag).
+            static bool warned = false;
+            if (warned) return;
+            warned = true;
+            if (PyErr_WarnEx(PyExc_UserWarning,
+                             "hybridize() has no effect in tagflow: every block runs as written, "
+                             "its operations pushed one by one to the engine (static_alloc and "
+                             "static_shape too); said once",
+                             1) != 0) {
+              throw py::error_already_set();
+            }
+          },
+          "Accepted for MXNet's code, with a warning (once): networks run as they are "
+          "written.")
       .def_property_readonly("name", &nn::Block::name)
       .def("collect_params", &nn::Block::collect_params,
            "This block's parameters and its children's, in registration order.")

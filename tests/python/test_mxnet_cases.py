@@ -11,6 +11,7 @@ to 1e-5 relative."""
 import json
 import math
 import pathlib
+import warnings
 
 import numpy as onp
 import pytest
@@ -90,3 +91,34 @@ def test_the_numpy_interface_keeps_int64_indices():
     assert onp.dtype(mx.nd.array([[1.0, 5.0]]).argmax(axis=1).dtype).name == "float32"
     with pytest.raises(ValueError, match="of one shape"):
         mx.nd.elemwise_add(mx.nd.ones((2, 3)), mx.nd.ones((3,)))
+
+
+def test_what_has_no_effect_says_so_once_and_what_is_unknown_is_refused(tmp_path):
+    net = mx.gluon.nn.Dense(2)
+    with pytest.warns(UserWarning, match="hybridize\\(\\) has no effect"):
+        net.hybridize(static_alloc=True, static_shape=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        net.hybridize()  # said once
+    with pytest.warns(UserWarning, match="aggregate_stats, profile_all change nothing"):
+        mx.profiler.set_config(profile_all=True, aggregate_stats=True,
+                               filename=str(tmp_path / "p.json"))
+    with pytest.raises(ValueError, match="unknown option\\(s\\) profile_everything"):
+        mx.profiler.set_config(profile_everything=True)
+
+
+def test_profiler_dumps_counts_each_operation_recorded():
+    mx.profiler.clear()
+    mx.profiler.set_state("run")
+    x = mx.nd.ones((64, 64))
+    for _ in range(3):
+        x = mx.nd.dot(x, x) * 0.01
+    mx.nd.waitall()
+    mx.profiler.set_state("stop")
+    table = mx.profiler.dumps()
+    dot_rows = [line.split() for line in table.splitlines() if line.startswith("dot ")]
+    assert len(dot_rows) == 1 and dot_rows[0][1] == "3", table
+    stats = json.loads(mx.profiler.dumps(format="json", reset=True))["operations"]
+    assert stats["dot"]["count"] == 3
+    assert stats["dot"]["min_ms"] <= stats["dot"]["avg_ms"] <= stats["dot"]["max_ms"]
+    assert json.loads(mx.profiler.dumps(format="json"))["operations"] == {}
