@@ -212,3 +212,31 @@ def nd_argmax_is_float32_as_the_crash_course_uses_it(mx):
             "argmin_dtype": np.dtype(smallest.dtype).name,
             "method_dtype": np.dtype(output.argmax(axis=0).dtype).name,
             "keepdims": list(nd.argmax(output, axis=1, keepdims=True).shape)}
+
+
+@case
+def gluon_from_logits_and_leaky_relu(mx):
+    nd = mx.nd
+    scores = _scores(9, 5, 4)
+    log_probs = nd.log_softmax(nd.array(scores))
+    label = nd.array([0, 3, 1, 2, 3])
+    loss = mx.gluon.loss.SoftmaxCrossEntropyLoss(from_logits=True)
+    plain = mx.gluon.loss.SoftmaxCrossEntropyLoss()
+    dense_label = nd.one_hot(label, 4) * 0.8 + 0.05
+    dense = mx.gluon.loss.SoftmaxCrossEntropyLoss(from_logits=True, sparse_label=False)
+    leaky = mx.gluon.nn.LeakyReLU(0.1)
+    x = nd.array([[-2, -0.5, 0.5, 3]])
+    x.attach_grad()
+    with mx.autograd.record():
+        y = leaky(x)
+    y.backward()
+    net = mx.gluon.nn.Sequential()
+    net.add(mx.gluon.nn.Dense(3, in_units=4), mx.gluon.nn.LeakyReLU(0.2))
+    net.initialize()
+    net[0].weight.set_data(nd.array(_scores(10, 3, 4) - 0.5))
+    net[0].bias.set_data(nd.array([0.1, -0.2, 0.3]))
+    return {"from_logits": loss(log_probs, label).asnumpy().tolist(),
+            "same_as_scores": plain(nd.array(scores), label).asnumpy().tolist(),
+            "dense_label": dense(log_probs, dense_label).asnumpy().tolist(),
+            "leaky": y.asnumpy().tolist(), "leaky_grad": x.grad.asnumpy().tolist(),
+            "in_sequential": net(nd.array(_scores(11, 2, 4))).asnumpy().tolist()}

@@ -6,6 +6,7 @@ from ..._core.gluon import (  # noqa: F401
 )
 from ..._core.gluon import Sequential as _CoreSequential
 from ..block import Block, HybridBlock  # noqa: F401
+from .activations import LeakyReLU  # noqa: F401
 
 
 class Sequential(_CoreSequential):
