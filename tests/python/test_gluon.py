@@ -146,8 +146,10 @@ def test_losses_match_numpy_and_refuse_what_they_do_not_compute():
     onp.testing.assert_allclose(l2.asnumpy(), 3.0 * 0.5 * (d ** 2).mean(axis=1), rtol=1e-5)
     l1 = gluon.loss.L1Loss()(nd.array(pred), nd.array(label))
     onp.testing.assert_allclose(l1.asnumpy(), onp.abs(d).mean(axis=1), rtol=1e-5)
-    with pytest.raises(ValueError, match="from_logits"):
-        gluon.loss.SoftmaxCrossEntropyLoss(from_logits=True)
+    with pytest.raises(ValueError, match="only axis=-1"):
+        gluon.loss.SoftmaxCrossEntropyLoss(from_logits=True, axis=1)
+    with pytest.raises(ValueError, match="only axis=-1"):
+        gluon.loss.SoftmaxCrossEntropyLoss(axis=0)
     with pytest.raises(ValueError, match="batch_axis"):
         gluon.loss.L2Loss(batch_axis=1)
     with pytest.raises(TypeError):
