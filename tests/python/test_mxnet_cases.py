@@ -122,3 +122,34 @@ def test_profiler_dumps_counts_each_operation_recorded():
     assert stats["dot"]["count"] == 3
     assert stats["dot"]["min_ms"] <= stats["dot"]["avg_ms"] <= stats["dot"]["max_ms"]
     assert json.loads(mx.profiler.dumps(format="json"))["operations"] == {}
+
+
+def test_d2l_walks_a_blocks_attributes_as_on_mxnet():
+    # d2l's set_scratch_params_device (the 002 tutorial): every list attribute
+    # of a module holds modules. A Block's own attributes must not break it.
+    class Module(mx.gluon.Block):
+        def __init__(self):
+            super().__init__()
+            self.hidden = mx.gluon.nn.Dense(4)
+            self.layers = []
+            self.w = mx.np.ones((2, 2))
+
+        def set_scratch_params_device(self, device):
+            for attr in dir(self):
+                a = getattr(self, attr)
+                if isinstance(a, mx.np.ndarray):
+                    setattr(self, attr, a.as_in_ctx(device))
+                if isinstance(a, Module):
+                    a.set_scratch_params_device(device)
+                if isinstance(a, list):
+                    for elem in a:
+                        elem.set_scratch_params_device(device)
+
+    outer = Module()
+    outer.layers.append(Module())
+    outer.set_scratch_params_device(mx.gpu(1))
+    assert outer.w.ctx == mx.gpu(1) and outer.layers[0].w.ctx == mx.gpu(1)
+    sequential = mx.gluon.nn.Sequential()
+    sequential.add(mx.gluon.nn.Dense(2), mx.gluon.nn.Dense(3))
+    assert not [a for a in dir(sequential) if isinstance(getattr(sequential, a), list)]
+    assert sequential[1] is list(sequential._children.values())[1]

@@ -15,6 +15,7 @@ C++ side then calls ``forward`` wherever the block sits (inside a
 the network (``"hidden.weight"``).
 """
 
+import collections
 import contextlib
 
 from .. import _core
@@ -47,10 +48,12 @@ class Block(_CoreBlock):
         del params  # parameters are shared by sharing blocks
         kind = prefix.rstrip("_") if prefix else type(self).__name__.lower()
         _CoreBlock.__init__(self, kind)
-        # The Python objects of the children: the C++ side holds their C++
-        # part, and a Python subclass's methods live in the Python object.
-        object.__setattr__(self, "_python_children", [])
-        object.__setattr__(self, "_adopted", set())
+        # The Python objects of the children, by name, as MXNet's `_children`
+        # (a mapping: code that walks dir(block) calls methods on the
+        # elements of its lists): the C++ side holds their C++ part, and a
+        # Python subclass's methods live in the Python object.
+        object.__setattr__(self, "_children", collections.OrderedDict())
+        object.__setattr__(self, "_adopted", frozenset())
 
     def __setattr__(self, name, value):
         if isinstance(value, _CoreBlock):
@@ -61,14 +64,13 @@ class Block(_CoreBlock):
 
     def _adopt(self, name, parameter):
         self._adopt_parameter(name, parameter)
-        self._adopted.add(id(parameter))
+        object.__setattr__(self, "_adopted", self._adopted | {id(parameter)})
 
     def register_child(self, block, name=None):
         """Makes ``block`` a child of this block (done by attribute
         assignment as well)."""
-        del name
         self._register_child(block)
-        self._python_children.append(block)
+        self._children[name if name is not None else str(len(self._children))] = block
         return block
 
     @property

@@ -1,5 +1,7 @@
 """Layers, as ``mx.gluon.nn``: the C++ library's, and ``Block`` for your own."""
 
+import collections
+
 from ..._core.gluon import (  # noqa: F401
     Activation, AvgPool2D, BatchNorm, Conv2D, Dense, Dropout, Flatten, GlobalAvgPool2D,
     GlobalMaxPool2D, MaxPool2D,
@@ -19,20 +21,21 @@ class Sequential(_CoreSequential):
     def __init__(self, prefix=None, params=None):
         del prefix, params
         _CoreSequential.__init__(self)
-        self._python_children = []
+        # As MXNet's: a mapping of the children (Block keeps no lists).
+        self._children = collections.OrderedDict()
 
     def add(self, *blocks):
         """Appends blocks; a block written in Python is kept alive with it."""
         for block in blocks:
             self._add(block)
-            self._python_children.append(block)
+            self._children[str(len(self._children))] = block
 
     def __getitem__(self, index):
         if isinstance(index, slice):
             part = Sequential()
-            part.add(*self._python_children[index])
+            part.add(*list(self._children.values())[index])
             return part
-        return self._python_children[index]
+        return list(self._children.values())[index]
 
 
 HybridSequential = Sequential
