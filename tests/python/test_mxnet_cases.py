@@ -153,3 +153,13 @@ def test_d2l_walks_a_blocks_attributes_as_on_mxnet():
     sequential.add(mx.gluon.nn.Dense(2), mx.gluon.nn.Dense(3))
     assert not [a for a in dir(sequential) if isinstance(getattr(sequential, a), list)]
     assert sequential[1] is list(sequential._children.values())[1]
+
+
+def test_dropout_drops_while_training_and_scales_the_rest():
+    mx.random.seed(1)
+    with mx.autograd.record():
+        y = mx.nd.Dropout(mx.nd.ones((100, 100)), p=0.3).asnumpy()
+    kept = y != 0
+    # 10,000 draws at 0.7: the kept fraction within 5 standard deviations (0.023).
+    assert abs(kept.mean() - 0.7) < 0.023
+    assert onp.allclose(y[kept], 1 / 0.7)

@@ -2,7 +2,8 @@
 operators (so autograd follows them): the ``broadcast_*`` and ``elemwise_*``
 families, ``broadcast_to`` / ``_like`` / ``_axis``, shape functions, ``sign``,
 ``argmax`` / ``argmin`` (float32 indices, as MXNet's classic interface gives
-them; ``tagflow.np`` keeps NumPy's int64), ``stack(*data)``, ``linspace``."""
+them; ``tagflow.np`` keeps NumPy's int64), ``stack(*data)``, ``linspace``,
+``pick``, ``Dropout``."""
 
 import numpy as _np
 
@@ -18,7 +19,7 @@ __all__ = [
     "broadcast_lesser", "broadcast_lesser_equal", "elemwise_add", "elemwise_sub", "elemwise_mul",
     "elemwise_div", "broadcast_to", "broadcast_like", "broadcast_axis", "broadcast_axes",
     "expand_dims", "squeeze", "flatten", "reshape", "sign", "argmax", "argmin", "stack",
-    "linspace",
+    "linspace", "pick", "Dropout",
 ]
 
 
@@ -170,3 +171,36 @@ def linspace(start, stop, num, endpoint=True, ctx=None, dtype="float32"):
     `endpoint`)."""
     values = _np.linspace(start, stop, num, endpoint=endpoint, dtype=_np.float64)
     return _nd.array(values.astype(dtype), ctx=ctx, dtype=dtype)
+
+
+def pick(data, index, axis=-1, keepdims=False, mode="clip"):
+    """The element of `data` at position `index` along `axis` (one index per
+    position of the other axes); out-of-range indices clipped (`mode` 'clip')
+    or wrapped ('wrap')."""
+    axis = axis % data.ndim
+    extent = data.shape[axis]
+    index = index.astype("float32")
+    if mode == "clip":
+        index = _nd.clip(index, 0, extent - 1)
+    elif mode == "wrap":
+        index = index - (index / extent).astype("int32").astype("float32") * extent
+        index = _nd.where(index < 0, index + extent, index)
+    else:
+        raise ValueError(f"pick: mode must be 'clip' or 'wrap', got {mode!r}")
+    order = [a for a in range(data.ndim) if a != axis] + [axis]
+    last = _nd.transpose(data, axes=tuple(order)) if axis != data.ndim - 1 else data
+    picked = (last * _nd.one_hot(index.reshape(last.shape[:-1]), extent, dtype=data.dtype)).sum(
+        axis=-1)
+    return picked.expand_dims(axis) if keepdims else picked
+
+
+def Dropout(data, p=0.5, mode="training", axes=(), cudnn_off=False):  # noqa: N802 (MXNet's name)
+    """Zeroes each element with probability `p` and scales the rest by
+    1 / (1 - p), while training (autograd.record(train_mode=True)); the
+    identity otherwise."""
+    del cudnn_off
+    if mode != "training":
+        raise ValueError(f"Dropout: only mode='training' is available here, got {mode!r}")
+    if axes:
+        raise ValueError("Dropout: axes (the same mask along them) are not available here")
+    return _core.gluon.Dropout(p)(data)

@@ -240,3 +240,23 @@ def gluon_from_logits_and_leaky_relu(mx):
             "dense_label": dense(log_probs, dense_label).asnumpy().tolist(),
             "leaky": y.asnumpy().tolist(), "leaky_grad": x.grad.asnumpy().tolist(),
             "in_sequential": net(nd.array(_scores(11, 2, 4))).asnumpy().tolist()}
+
+
+@case
+def nd_pick_and_dropout(mx):
+    nd = mx.nd
+    data = nd.array(_scores(12, 4, 3))
+    index = nd.array([0, 2, 1, 2])
+    x = nd.array(_scores(13, 2, 3))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = nd.pick(x, nd.array([1, 0, 2]), axis=0)
+    y.backward()
+    dropped = nd.Dropout(nd.ones((3, 4)), p=0.5)  # not training: the identity
+    return {"pick": nd.pick(data, index).asnumpy().tolist(),
+            "pick_keepdims": nd.pick(data, index, axis=1, keepdims=True).asnumpy().tolist(),
+            "pick_axis0": nd.pick(data, nd.array([3, 0, 1]), axis=0).asnumpy().tolist(),
+            "pick_clip": nd.pick(data, nd.array([-1, 5, 1, 0])).asnumpy().tolist(),
+            "pick_wrap": nd.pick(data, nd.array([-1, 5, 1, 4]), mode="wrap").asnumpy().tolist(),
+            "pick_grad": x.grad.asnumpy().tolist(),
+            "dropout_predicting": dropped.asnumpy().tolist()}
