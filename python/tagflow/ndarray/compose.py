@@ -120,9 +120,91 @@ def flatten(data):
 
 
 def reshape(data, shape, reverse=False):
+    """`data` in `shape`, with MXNet's special values (see NDArray.reshape)."""
+    return data.reshape(shape, reverse=reverse)
+
+
+def _special_shape(source, spec):
+    """MXNet's reshape codes, left to right: 0 copies the input's extent, -1
+    is inferred (one at most), -2 copies the remaining extents, -3 merges two
+    extents, -4 splits one into the next two values (one of them may be -1)."""
+    out, i, j = [], 0, 0
+    while j < len(spec):
+        code = spec[j]
+        if code == 0:
+            out.append(source[i])
+            i += 1
+        elif code == -1:
+            out.append(-1)
+            i += 1
+        elif code == -2:
+            out.extend(source[i:])
+            i = len(source)
+        elif code == -3:
+            if i + 1 >= len(source):
+                raise ValueError(f"reshape: -3 at {j} merges two extents, {source} has no more")
+            out.append(source[i] * source[i + 1])
+            i += 2
+        elif code == -4:
+            if j + 2 >= len(spec) or i >= len(source):
+                raise ValueError(f"reshape: -4 at {j} splits an extent into the two values that "
+                                 f"follow it, in {spec}")
+            first, second = spec[j + 1], spec[j + 2]
+            extent = source[i]
+            if first == -1:
+                first = extent // second
+            if second == -1:
+                second = extent // first
+            if first * second != extent:
+                raise ValueError(f"reshape: -4 splits {extent} into {spec[j + 1]} x "
+                                 f"{spec[j + 2]}, which does not multiply to it")
+            out.extend([first, second])
+            i += 1
+            j += 2
+        elif code < -4:
+            raise ValueError(f"reshape: {code} is no extent and no special value (0, -1 to -4)")
+        else:
+            out.append(code)
+            i += 1
+        j += 1
+    if out.count(-1) > 1:
+        raise ValueError(f"reshape: more than one extent to infer in {spec}")
+    if -1 in out:
+        total = int(_np.prod(source))
+        known = int(_np.prod([d for d in out if d != -1]))
+        if known == 0 or total % known != 0:
+            raise ValueError(f"reshape: cannot infer an extent of {spec} from {source}")
+        out[out.index(-1)] = total // known
+    return tuple(out)
+
+
+_plain_reshape = NDArray.reshape
+
+
+def _reshape_method(self, *shape, **kwargs):
+    """As MXNet's NDArray.reshape: a shape (a tuple or the extents as
+    arguments) that may hold 0, -1, -2, -3 and -4; ``reverse=True`` reads
+    the special values from the right. tagflow.np's ndarray keeps NumPy's
+    rules."""
+    if isinstance(self, _core.ndarray):
+        return _plain_reshape(self, *shape, **kwargs)
+    reverse = kwargs.pop("reverse", False)
+    if "shape" in kwargs:
+        spec = kwargs.pop("shape")
+    else:
+        spec = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    if kwargs:
+        raise TypeError(f"reshape: unexpected argument(s) {', '.join(sorted(kwargs))}")
+    spec = (spec,) if isinstance(spec, int) else tuple(int(d) for d in spec)
     if reverse:
-        raise ValueError("reshape: reverse=True is not available here")
-    return data.reshape(shape)
+        target = tuple(reversed(_special_shape(tuple(reversed(self.shape)),
+                                               tuple(reversed(spec)))))
+    else:
+        target = _special_shape(tuple(self.shape), spec)
+    return _plain_reshape(self, target)
+
+
+NDArray.reshape = _reshape_method
 
 
 def sign(data):

@@ -260,3 +260,18 @@ def nd_pick_and_dropout(mx):
             "pick_wrap": nd.pick(data, nd.array([-1, 5, 1, 4]), mode="wrap").asnumpy().tolist(),
             "pick_grad": x.grad.asnumpy().tolist(),
             "dropout_predicting": dropped.asnumpy().tolist()}
+
+
+@case
+def nd_reshape_special_values(mx):
+    x = mx.nd.arange(24).reshape((2, 3, 4))
+    out = {}
+    for spec in [(4, -1), (0, -1), (-2,), (-3, 4), (0, -3), (-4, 1, 2, -2), (-4, -1, 1, 0, 0),
+                 (2, -4, 3, 1, 4), (6, -1), (-1,), (0, 0, -1)]:
+        out[str(spec)] = list(x.reshape(spec).shape)
+    out["arguments"] = list(x.reshape(4, 6).shape)
+    out["keyword"] = list(x.reshape(shape=(0, 12)).shape)
+    out["reverse"] = list(mx.nd.ones((10, 5, 4)).reshape((-1, 0), reverse=True).shape)
+    out["function"] = list(mx.nd.reshape(x, shape=(-3, -2)).shape)
+    out["values"] = x.reshape((-3, 0)).asnumpy().tolist()
+    return out
