@@ -163,3 +163,18 @@ def test_dropout_drops_while_training_and_scales_the_rest():
     # 10,000 draws at 0.7: the kept fraction within 5 standard deviations (0.023).
     assert abs(kept.mean() - 0.7) < 0.023
     assert onp.allclose(y[kept], 1 / 0.7)
+
+
+def test_indexing_on_any_axis_keeps_the_interface_and_refuses_what_it_lacks():
+    x = mx.np.arange(12).reshape((3, 4))
+    assert isinstance(x[:, 1], mx.np.ndarray)
+    assert x[1, 0:2].asnumpy().tolist() == [4.0, 5.0]
+    assert x[0:2, 3].asnumpy().tolist() == [3.0, 7.0]
+    x[:, 0] = 9
+    assert x.asnumpy()[:, 0].tolist() == [9.0, 9.0, 9.0]
+    with pytest.raises(IndexError, match="step"):
+        x[:, ::2]
+    with pytest.raises(IndexError, match="too many indices"):
+        x[:, 1, 2]
+    with pytest.raises(IndexError, match="None"):
+        x[:, None]

@@ -17,4 +17,5 @@ from .._core.nd import (  # noqa: F401
     transpose, waitall, where, zeros, zeros_like,
 )
 from .compose import *  # noqa: F401,F403  (broadcast_*, elemwise_*, argmax, stack(*data), ...)
+from . import indexing as _indexing  # noqa: F401  (x[:, 1] on any axis)
 from . import random  # noqa: F401

@@ -275,3 +275,23 @@ def nd_reshape_special_values(mx):
     out["function"] = list(mx.nd.reshape(x, shape=(-3, -2)).shape)
     out["values"] = x.reshape((-3, 0)).asnumpy().tolist()
     return out
+
+
+@case
+def nd_indexing_on_any_axis(mx):
+    nd = mx.nd
+    x = nd.arange(24).reshape((2, 3, 4))
+    out = {"column": x[:, 1].asnumpy().tolist(),
+           "last_axis": x[:, :, 2].asnumpy().tolist(),
+           "mixed": x[1, :, 1:3].asnumpy().tolist(),
+           "ellipsis": x[..., 3].asnumpy().tolist(),
+           "first_axis_view": x[1].asnumpy().tolist(),
+           "range_middle": x[:, 1:3].asnumpy().tolist()}
+    X = nd.ones((2, 2, 3, 4))
+    X[:, :, :, 1:3] = 0
+    out["assign_number"] = X.asnumpy().tolist()
+    Y = nd.zeros((3, 4))
+    Y[:, 2] = nd.array([1, 2, 3])
+    Y[1:, 0] = 7
+    out["assign_array"] = Y.asnumpy().tolist()
+    return out
