@@ -295,3 +295,21 @@ def nd_indexing_on_any_axis(mx):
     Y[1:, 0] = 7
     out["assign_array"] = Y.asnumpy().tolist()
     return out
+
+
+@case
+def autograd_grad_leaves_the_grads(mx):
+    nd = mx.nd
+    x = nd.array([1.0, 2.0, 3.0])
+    w = nd.array([0.5, -1.0, 2.0])
+    x.attach_grad()
+    w.attach_grad()
+    with mx.autograd.record():
+        y = (x * x * w).sum()
+    gx, gw = mx.autograd.grad(y, [x, w], retain_graph=True)
+    with mx.autograd.record():
+        z = (x * w).sum() * 3
+    single = mx.autograd.grad(z, w)
+    return {"gx": gx.asnumpy().tolist(), "gw": gw.asnumpy().tolist(),
+            "single": [g.asnumpy().tolist() for g in single],
+            "w_grad_left": w.grad.asnumpy().tolist()}
