@@ -286,3 +286,16 @@ def Dropout(data, p=0.5, mode="training", axes=(), cudnn_off=False):  # noqa: N8
     if axes:
         raise ValueError("Dropout: axes (the same mask along them) are not available here")
     return _core.gluon.Dropout(p)(data)
+
+
+_plain_asscalar = NDArray.asscalar
+
+
+def _asscalar_method(self):
+    """The value of a one-element array, as a NumPy scalar of its dtype
+    (numpy.float32 ...), as MXNet's; tagflow.np's ndarray keeps Python's."""
+    value = _plain_asscalar(self)
+    return value if isinstance(self, _core.ndarray) else _np.dtype(self.dtype).type(value)
+
+
+NDArray.asscalar = _asscalar_method

@@ -313,3 +313,10 @@ def autograd_grad_leaves_the_grads(mx):
     return {"gx": gx.asnumpy().tolist(), "gw": gw.asnumpy().tolist(),
             "single": [g.asnumpy().tolist() for g in single],
             "w_grad_left": w.grad.asnumpy().tolist()}
+
+
+@case
+def nd_asscalar_is_a_numpy_scalar(mx):
+    values = [mx.nd.array([1.5]).asscalar(), mx.nd.array([1, 2]).sum().asscalar(),
+              mx.nd.array([3], dtype="int32").asscalar()]
+    return {"types": [type(v).__name__ for v in values], "values": [float(v) for v in values]}
