@@ -11,6 +11,25 @@
 
 namespace tagflow::python {
 
+namespace {
+
+/// mx.init.Constant(value): every element `value`.
+class ConstantInit final : public init::Initializer {
+ public:
+  explicit ConstantInit(double value) : value_(value) {}
+  void fill(const NDArray& data) const override { tagflow::fill(data, value_); }
+  std::string describe() const override {
+    std::ostringstream text;
+    text << "constant(" << value_ << ")";
+    return text.str();
+  }
+
+ private:
+  double value_;
+};
+
+}  // namespace
+
 void bind_gluon_parameters(py::module_& m) {
   py::class_<Initializer>(m, "Initializer").def("__repr__", [](const Initializer& i) {
     return i.pointer->describe();
@@ -27,6 +46,10 @@ void bind_gluon_parameters(py::module_& m) {
       py::arg("sigma") = 0.01);
   initializers.def("Zero", [] { return Initializer{init::Zero()}; });
   initializers.def("One", [] { return Initializer{init::One()}; });
+  initializers.def(
+      "Constant",
+      [](double value) { return Initializer{std::make_shared<const ConstantInit>(value)}; },
+      py::arg("value"));
 
   py::class_<nn::Parameter, std::shared_ptr<nn::Parameter>>(m, "Parameter", R"doc(
 A weight of a network, one copy per context it was initialized on, each with

@@ -1,3 +1,3 @@
 """Initializers for ``initialize(init=...)``, as ``mx.init``."""
 
-from ._core.gluon.init import Normal, One, Uniform, Xavier, Zero  # noqa: F401
+from ._core.gluon.init import Constant, Normal, One, Uniform, Xavier, Zero  # noqa: F401

@@ -320,3 +320,13 @@ def nd_asscalar_is_a_numpy_scalar(mx):
     values = [mx.nd.array([1.5]).asscalar(), mx.nd.array([1, 2]).sum().asscalar(),
               mx.nd.array([3], dtype="int32").asscalar()]
     return {"types": [type(v).__name__ for v in values], "values": [float(v) for v in values]}
+
+
+@case
+def gluon_init_constant(mx):
+    net = mx.gluon.nn.Dense(3, in_units=2)
+    net.initialize(mx.init.Constant(0.25))
+    layer = mx.gluon.nn.Dense(2, in_units=2)
+    layer.initialize(init=mx.init.Constant(-1.5))
+    return {"weight": net.weight.data().asnumpy().tolist(),
+            "out": layer(mx.nd.array([[1.0, 2.0]])).asnumpy().tolist()}
