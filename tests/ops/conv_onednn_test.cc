@@ -232,9 +232,10 @@ TEST(ConvOneDnnTest, WinogradIsWithinItsBound) {
   // constants up to 8 and so rounds more than a direct sum: each element
   // within 2e-5 of the sum of its terms' magnitudes (measured: about 7e-7
   // here), not within float32's bound. oneDNN 2.6 has it for AVX-512 only;
-  // elsewhere the direct kernels must serve these geometries instead.
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  // elsewhere (another processor, or ONEDNN_MAX_CPU_ISA below AVX-512) the
+  // direct kernels must serve these geometries instead.
+  const bool avx512 =
+      (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
   const std::vector<ConvCase> cases = {
       {"3x3 pad 1 on 14x14, batch 9", {9, 16, 14, 14}, {16, 16, 3, 3}, {.padding = {1, 1}}},
       {"3x3 pad 1 on 28x28, 32 to 16 channels",
