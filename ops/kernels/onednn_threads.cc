@@ -40,12 +40,9 @@ const OpenMp& open_mp() {
 }  // namespace
 
 void use_this_thread_only() {
-  // Once per thread: the setting stays with it.
-  thread_local const bool alone = [] {
-    if (open_mp().set_threads != nullptr) open_mp().set_threads(1);
-    return true;
-  }();
-  (void)alone;
+  // Every time (a write to the thread's OpenMP state): a program may have
+  // changed the setting of its own thread since.
+  if (open_mp().set_threads != nullptr) open_mp().set_threads(1);
 }
 
 ThisThreadOnly::ThisThreadOnly() {

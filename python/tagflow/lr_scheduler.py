@@ -17,6 +17,13 @@ __all__ = ["LRScheduler", "FactorScheduler", "MultiFactorScheduler", "PolySchedu
            "CosineScheduler"]
 
 
+def _check_max_update(max_update):
+    if not isinstance(max_update, int):
+        raise TypeError(f"max_update must be an int, got {type(max_update).__name__}")
+    if max_update < 1:
+        raise ValueError("maximum number of updates must be strictly positive")
+
+
 class LRScheduler:
     """The base: `base_lr` after the warm-up."""
 
@@ -123,10 +130,7 @@ class PolyScheduler(LRScheduler):
     def __init__(self, max_update, base_lr=0.01, pwr=2, final_lr=0, warmup_steps=0,
                  warmup_begin_lr=0, warmup_mode="linear"):
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
-        if not isinstance(max_update, int):
-            raise TypeError(f"max_update must be an int, got {type(max_update).__name__}")
-        if max_update < 1:
-            raise ValueError("maximum number of updates must be strictly positive")
+        _check_max_update(max_update)
         self.power = pwr
         self.base_lr_orig = self.base_lr
         self.max_update = max_update
@@ -149,10 +153,7 @@ class CosineScheduler(LRScheduler):
     def __init__(self, max_update, base_lr=0.01, final_lr=0, warmup_steps=0, warmup_begin_lr=0,
                  warmup_mode="linear"):
         super().__init__(base_lr, warmup_steps, warmup_begin_lr, warmup_mode)
-        if not isinstance(max_update, int):
-            raise TypeError(f"max_update must be an int, got {type(max_update).__name__}")
-        if max_update < 1:
-            raise ValueError("maximum number of updates must be strictly positive")
+        _check_max_update(max_update)
         self.base_lr_orig = base_lr
         self.max_update = max_update
         self.final_lr = final_lr

@@ -48,7 +48,7 @@ def check_label_shapes(labels, preds, wrap=False, shape=False):
     """Checks that `labels` and `preds` hold as many arrays (with `shape`,
     that they have the same shape); with `wrap`, single arrays become lists."""
     if not shape:
-        label_count, pred_count = len(_as_list(labels)), len(_as_list(preds))
+        label_count, pred_count = len(labels), len(preds)
     else:
         label_count, pred_count = labels.shape, preds.shape
     if label_count != pred_count:

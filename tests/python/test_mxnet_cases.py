@@ -68,6 +68,11 @@ def test_what_is_refused_says_so():
         mx.lr_scheduler.MultiFactorScheduler(step=[3, 2])
     with pytest.raises(ValueError, match="does not match"):
         mx.metric.Accuracy().update([mx.nd.array([1, 2])], [])
+    with pytest.raises(ValueError, match="Shape of labels 3 does not match shape of predictions 4"):
+        mx.metric.TopKAccuracy(top_k=2).update([mx.nd.array([0, 1, 2])],
+                                               [mx.nd.ones((4, 3))])
+    with pytest.raises(ValueError, match="strictly positive"):
+        mx.lr_scheduler.CosineScheduler(max_update=0)
 
 
 def test_randint_draws_in_range_from_the_seeded_generator():
