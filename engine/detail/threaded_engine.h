@@ -118,9 +118,14 @@
 // left its marks on the variable, frees it and runs the deleter, before it
 // is counted as completed, so wait_for_all covers the deletion as it covers
 // a deletion operation. If the slots are full, or the writer is on a GPU,
-// a deletion operation is pushed as before. Dependency dumps list such a
-// deletion as the "delete_var" operation it stands for, with a push number
-// of its own, waiting for the writer.
+// a deletion operation is pushed as before. So it is when the writer has
+// completed but the variable is still busy (a GPU writer's device work, a
+// reader's fence): the writer's record may by then carry another operation,
+// and a deletion riding on that one freed the memory of an array whose
+// device work was still queued (found by `tagflow stress --faults` under
+// ThreadSanitizer: a simulated GPU's fill wrote freed memory). Dependency
+// dumps list such a deletion as the "delete_var" operation it stands for,
+// with a push number of its own, waiting for the writer.
 //
 // Note [Successors fetched ahead]
 // Completing an operation decrements the counter of each successor, on the

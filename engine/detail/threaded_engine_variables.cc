@@ -64,10 +64,15 @@ void ThreadedEngine::delete_var(VarHandle var, VarDeleter on_deleted) {
 bool ThreadedEngine::delete_after_writer(VarBlock* var, VarDeleter& on_deleted,
                                          std::unique_lock<SpinLock>& lock) {
   // Note [Deletion after the last writer]. Not idle, no reader pending: the
-  // last writer is. Its fields read here are set before it was published.
-  OpBlock* writer = var->last_writer.op;
-  if (!var->readers.empty() || writer == nullptr || writer->kind != OpKind::kUser ||
-      writer->pool == nullptr || writer->pool->stream() != nullptr) {
+  // last writer may be, or only its device work. Its fields read here are
+  // set before it was published. A writer completed and recycled is another
+  // operation now, maybe a CPU one: riding on it would free the memory
+  // while the device work that made the variable busy is still to run.
+  const OpRef& last = var->last_writer;
+  OpBlock* writer = last.op;
+  if (!var->readers.empty() || writer == nullptr || writer->seq != last.seq ||
+      writer->kind != OpKind::kUser || writer->pool == nullptr ||
+      writer->pool->stream() != nullptr) {
     return false;
   }
   var->deleter = std::move(on_deleted);
