@@ -160,7 +160,9 @@ NDArray batch_norm(const NDArray& x, const NDArray& gamma, const NDArray& beta,
                    const NDArray& running_mean, const NDArray& running_var,
                    const BatchNormOptions& options) {
   const BatchNormShape s = check_arguments(x, gamma, beta, running_mean, running_var, options);
-  const BatchNormParams p{.eps = options.eps, .momentum = options.momentum};
+  const BatchNormParams p{.eps = options.eps,
+                          .momentum = options.momentum,
+                          .unbiased_running_var = options.unbiased_running_var};
   const bool training = options.training;
   const Context ctx = x.context();
   const bool recorded = detail::recording() && detail::any_needs_grad({&x, &gamma, &beta});

@@ -27,15 +27,16 @@
 // MXNet's convention for the momentum:
 //   running_mean = momentum running_mean + (1 - momentum) mean
 //   running_var  = momentum running_var  + (1 - momentum) var m / (m - 1)
-// The running variance takes the unbiased batch variance, as PyTorch and
-// cuDNN do (cuDNN's exponentialAverageFactor is 1 - momentum), so that CPU
-// devices, simulated GPUs and real GPUs agree; training therefore needs
-// m > 1. Inference normalizes with the running statistics and leaves them
-// untouched. The CPU kernels accumulate the statistics in double (Note
-// [Batch normalization on the CPU] in kernels/batch_norm_cpu.cc), cuDNN in
-// its own way; y is computed in float32. The input (and so y and its
-// gradient) may be float16 or bfloat16, computed in float32 and rounded
-// once; the per-channel values stay float32, as in mixed precision.
+// By default the running variance takes the unbiased batch variance, as
+// PyTorch and cuDNN do (cuDNN's exponentialAverageFactor is 1 - momentum);
+// `unbiased_running_var = false` takes the biased one (`var`), the rule
+// MXNet documents and its CPU kernels follow (Python's gluon.nn.BatchNorm
+// uses it). Either rule gives the same values on CPU devices, simulated
+// GPUs and real GPUs; training needs m > 1. Inference normalizes with the running statistics and
+// leaves them untouched. The CPU kernels accumulate the statistics in double (Note [Batch
+// normalization on the CPU] in kernels/batch_norm_cpu.cc), cuDNN in its own way; y is computed in
+// float32. The input (and so y and its gradient) may be float16 or bfloat16, computed in float32
+// and rounded once; the per-channel values stay float32, as in mixed precision.
 //
 // Note [Gradient of batch normalization]
 // With x^ = (x - mean) / sqrt(var + eps) and dy the output's gradient:
@@ -64,6 +65,9 @@ struct BatchNormOptions {
   /// (a layer passes autograd::is_training()). False: normalize with the
   /// running statistics.
   bool training = true;
+  /// The batch variance the running variance takes in training: unbiased
+  /// (times m / (m - 1), PyTorch's rule) or biased (MXNet's rule).
+  bool unbiased_running_var = true;
 };
 
 /// Batch normalization of `x` (N, C) or (N, C, ...): each channel c is

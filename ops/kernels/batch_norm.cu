@@ -5,8 +5,11 @@
 // as (N, C, spatial, 1), so an (N, C) array is (N, C, 1, 1) and a 3-D or
 // 5-D one is folded the same way; the per-channel tensors are (1, C, 1, 1).
 // cuDNN updates the running variance with the unbiased batch variance, as
-// the CPU kernels do (Note [Batch statistics and running statistics] in
-// batch_norm.h), and its exponentialAverageFactor is 1 - momentum. cuDNN
+// the CPU kernels do by default (Note [Batch statistics and running
+// statistics] in batch_norm.h), and its exponentialAverageFactor is
+// 1 - momentum. For the biased rule cuDNN is given no running statistics
+// (it takes both or neither) and a kernel of ours updates them from the
+// mean and 1 / sqrt(var + eps) cuDNN saved. cuDNN
 // has no affine (inference) backward pass: that one, and the snapshot of
 // the running statistics an inference forward saves for it, are small
 // kernels of our own. float16 and bfloat16 inputs are described as such,
@@ -95,6 +98,21 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+/// MXNet's rule: running_mean and running_var move towards the batch mean
+/// and biased variance, recovered from what cuDNN saved
+/// (var = 1 / inv_std^2 - eps, in double).
+__global__ void biased_running_update_kernel(const float* save_mean, const float* save_inv_std,
+                                             double eps, double momentum, float* running_mean,
+                                             float* running_var, std::int64_t channels) {
+  for (std::int64_t c = first_index(); c < channels; c += grid_stride()) {
+    const double inv_std = save_inv_std[c];
+    const double var = ::fmax(0.0, 1.0 / (inv_std * inv_std) - eps);
+    running_mean[c] =
+        static_cast<float>(momentum * running_mean[c] + (1 - momentum) * save_mean[c]);
+    running_var[c] = static_cast<float>(momentum * running_var[c] + (1 - momentum) * var);
+  }
+}
+
 }  // namespace
 
 void batch_norm_forward_training(const BatchNormShape& s, const BatchNormParams& p, DType dtype,
@@ -105,11 +123,17 @@ void batch_norm_forward_training(const BatchNormShape& s, const BatchNormParams&
   BatchNormDescriptors d(s, dtype);
   const float one = 1.f;
   const float zero = 0.f;
-  check_cudnn(cudnnBatchNormalizationForwardTraining(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero,
-                                                     d.x.desc, x, d.x.desc, y, d.per_channel.desc,
-                                                     gamma, beta, 1.0 - p.momentum, running_mean,
-                                                     running_var, p.eps, save_mean, save_inv_std),
-              "batch_norm: cudnnBatchNormalizationForwardTraining");
+  check_cudnn(
+      cudnnBatchNormalizationForwardTraining(
+          h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, d.x.desc, x, d.x.desc, y, d.per_channel.desc,
+          gamma, beta, 1.0 - p.momentum, p.unbiased_running_var ? running_mean : nullptr,
+          p.unbiased_running_var ? running_var : nullptr, p.eps, save_mean, save_inv_std),
+      "batch_norm: cudnnBatchNormalizationForwardTraining");
+  if (p.unbiased_running_var) return;
+  biased_running_update_kernel<<<blocks_for(s.channels, kThreads), kThreads, 0,
+                                 as_stream(stream)>>>(save_mean, save_inv_std, p.eps, p.momentum,
+                                                      running_mean, running_var, s.channels);
+  check_launch("batch_norm running statistics kernel");
 }
 
 void batch_norm_forward_inference(const BatchNormShape& s, const BatchNormParams& p, DType dtype,

@@ -105,7 +105,7 @@ void batch_norm_forward_training(const BatchNormShape& s, const BatchNormParams&
                                  const float* gamma, const float* beta, float* y, float* save_mean,
                                  float* save_inv_std, float* running_mean, float* running_var) {
   const auto m = static_cast<double>(s.per_channel());
-  const double unbiased = m / (m - 1);
+  const double correction = p.unbiased_running_var ? m / (m - 1) : 1.0;
   for_channel_blocks(s, [&](std::int64_t first, std::int64_t last) {
     const auto k = static_cast<std::size_t>(last - first);
     std::vector<double> shift(k);
@@ -129,7 +129,7 @@ void batch_norm_forward_training(const BatchNormShape& s, const BatchNormParams&
       running_mean[c] =
           static_cast<float>(p.momentum * running_mean[c] + (1 - p.momentum) * batch_mean);
       running_var[c] =
-          static_cast<float>(p.momentum * running_var[c] + (1 - p.momentum) * var * unbiased);
+          static_cast<float>(p.momentum * running_var[c] + (1 - p.momentum) * var * correction);
       mean[j] = save_mean[c];
       scale[j] = static_cast<float>(gamma[c] * inv_std);
       offset[j] = beta[c];

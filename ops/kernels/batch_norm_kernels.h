@@ -33,14 +33,15 @@ struct BatchNormShape {
 struct BatchNormParams {
   double eps = 1e-5;
   double momentum = 0.9;
+  bool unbiased_running_var = true;  ///< else the biased batch variance
 };
 
 namespace cpu_kernels {
 /// y = gamma (x - mean) inv_std + beta with the batch's mean and biased
 /// variance per channel, inv_std = 1 / sqrt(var + eps); writes mean and
 /// inv_std to save_mean and save_inv_std and updates running_mean and
-/// running_var in place (the latter with the unbiased variance). Needs
-/// per_channel() > 1.
+/// running_var in place (the latter with the unbiased variance, or the
+/// biased one as `p` says). Needs per_channel() > 1.
 void batch_norm_forward_training(const BatchNormShape& s, const BatchNormParams& p, const float* x,
                                  const float* gamma, const float* beta, float* y, float* save_mean,
                                  float* save_inv_std, float* running_mean, float* running_var);

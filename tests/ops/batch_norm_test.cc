@@ -91,15 +91,17 @@ Values reference_batch_norm(const Values& x, const Dims& d, const Values& gamma,
   return reference_normalize(x, d, gamma, beta, mean, var, eps);
 }
 
-/// running = momentum running + (1 - momentum) batch, the variance unbiased.
-void reference_update(const Values& x, const Dims& d, double momentum, Values& running_mean,
-                      Values& running_var) {
+/// running = momentum running + (1 - momentum) batch, the variance unbiased
+/// (PyTorch's rule) or biased (MXNet's).
+void reference_update(const Values& x, const Dims& d, double momentum, bool unbiased,
+                      Values& running_mean, Values& running_var) {
   Values mean, var;
   reference_statistics(x, d, mean, var);
   const double m = d.per_channel();
+  const double correction = unbiased ? m / (m - 1) : 1.0;
   for (std::size_t c = 0; c < mean.size(); ++c) {
     running_mean[c] = momentum * running_mean[c] + (1 - momentum) * mean[c];
-    running_var[c] = momentum * running_var[c] + (1 - momentum) * var[c] * m / (m - 1);
+    running_var[c] = momentum * running_var[c] + (1 - momentum) * var[c] * correction;
   }
 }
 
@@ -124,46 +126,50 @@ std::vector<Shape> forward_shapes() {
 
 TEST(BatchNormTest, TrainingMatchesTheReferenceAndUpdatesTheRunningStatisticsTwice) {
   std::uint32_t seed = 10;
-  for (const Shape& shape : forward_shapes()) {
-    SCOPED_TRACE(shape.str());
-    const Arguments a(shape, seed += 10);
-    const std::vector<float> x2 =
-        random_floats(static_cast<std::size_t>(shape.size()), -3, 1, seed + 5);
-    const Dims d = dims_of(shape);
-    const BatchNormOptions options{.eps = 1e-3, .momentum = 0.8};
-    const Values gamma = doubles(a.gamma), beta = doubles(a.beta);
-    const Values expected1 = reference_batch_norm(doubles(a.x), d, gamma, beta, {}, {}, true, 1e-3);
-    const Values expected2 = reference_batch_norm(doubles(x2), d, gamma, beta, {}, {}, true, 1e-3);
-    Values mean1 = doubles(a.running_mean), var1 = doubles(a.running_var);
-    reference_update(doubles(a.x), d, 0.8, mean1, var1);
-    Values mean2 = mean1, var2 = var1;
-    reference_update(doubles(x2), d, 0.8, mean2, var2);
+  for (const bool unbiased : {true, false})
+    for (const Shape& shape : forward_shapes()) {
+      SCOPED_TRACE(shape.str() + (unbiased ? ", unbiased running variance" : ", biased"));
+      const Arguments a(shape, seed += 10);
+      const std::vector<float> x2 =
+          random_floats(static_cast<std::size_t>(shape.size()), -3, 1, seed + 5);
+      const Dims d = dims_of(shape);
+      const BatchNormOptions options{
+          .eps = 1e-3, .momentum = 0.8, .unbiased_running_var = unbiased};
+      const Values gamma = doubles(a.gamma), beta = doubles(a.beta);
+      const Values expected1 =
+          reference_batch_norm(doubles(a.x), d, gamma, beta, {}, {}, true, 1e-3);
+      const Values expected2 =
+          reference_batch_norm(doubles(x2), d, gamma, beta, {}, {}, true, 1e-3);
+      Values mean1 = doubles(a.running_mean), var1 = doubles(a.running_var);
+      reference_update(doubles(a.x), d, 0.8, unbiased, mean1, var1);
+      Values mean2 = mean1, var2 = var1;
+      reference_update(doubles(x2), d, 0.8, unbiased, mean2, var2);
 
-    std::vector<float> first;
-    for (Context ctx : all_devices()) {
-      SCOPED_TRACE(ctx.str());
-      const NDArray g = array(a.gamma, {shape[1]}, ctx);
-      const NDArray b = array(a.beta, {shape[1]}, ctx);
-      const NDArray running_mean = array(a.running_mean, {shape[1]}, ctx);
-      const NDArray running_var = array(a.running_var, {shape[1]}, ctx);
-      const NDArray y1 =
-          batch_norm(array(a.x, shape, ctx), g, b, running_mean, running_var, options);
-      ASSERT_EQ(y1.shape(), shape);
-      ASSERT_EQ(y1.context(), ctx);
-      expect_close(y1.to_vector<float>(), expected1, 1e-5, 1e-5, "y, step 1");
-      expect_close(running_mean.to_vector<float>(), mean1, 1e-6, 1e-6, "running mean, step 1");
-      expect_close(running_var.to_vector<float>(), var1, 1e-6, 1e-6, "running var, step 1");
-      const NDArray y2 =
-          batch_norm(array(x2, shape, ctx), g, b, running_mean, running_var, options);
-      expect_close(y2.to_vector<float>(), expected2, 1e-5, 1e-5, "y, step 2");
-      expect_close(running_mean.to_vector<float>(), mean2, 1e-6, 1e-6, "running mean, step 2");
-      expect_close(running_var.to_vector<float>(), var2, 1e-6, 1e-6, "running var, step 2");
-      // The same CPU kernel serves every device here: the same bits.
-      const std::vector<float> got = y1.to_vector<float>();
-      if (first.empty()) first = got;
-      EXPECT_EQ(std::memcmp(first.data(), got.data(), got.size() * sizeof(float)), 0);
+      std::vector<float> first;
+      for (Context ctx : all_devices()) {
+        SCOPED_TRACE(ctx.str());
+        const NDArray g = array(a.gamma, {shape[1]}, ctx);
+        const NDArray b = array(a.beta, {shape[1]}, ctx);
+        const NDArray running_mean = array(a.running_mean, {shape[1]}, ctx);
+        const NDArray running_var = array(a.running_var, {shape[1]}, ctx);
+        const NDArray y1 =
+            batch_norm(array(a.x, shape, ctx), g, b, running_mean, running_var, options);
+        ASSERT_EQ(y1.shape(), shape);
+        ASSERT_EQ(y1.context(), ctx);
+        expect_close(y1.to_vector<float>(), expected1, 1e-5, 1e-5, "y, step 1");
+        expect_close(running_mean.to_vector<float>(), mean1, 1e-6, 1e-6, "running mean, step 1");
+        expect_close(running_var.to_vector<float>(), var1, 1e-6, 1e-6, "running var, step 1");
+        const NDArray y2 =
+            batch_norm(array(x2, shape, ctx), g, b, running_mean, running_var, options);
+        expect_close(y2.to_vector<float>(), expected2, 1e-5, 1e-5, "y, step 2");
+        expect_close(running_mean.to_vector<float>(), mean2, 1e-6, 1e-6, "running mean, step 2");
+        expect_close(running_var.to_vector<float>(), var2, 1e-6, 1e-6, "running var, step 2");
+        // The same CPU kernel serves every device here: the same bits.
+        const std::vector<float> got = y1.to_vector<float>();
+        if (first.empty()) first = got;
+        EXPECT_EQ(std::memcmp(first.data(), got.data(), got.size() * sizeof(float)), 0);
+      }
     }
-  }
 }
 
 TEST(BatchNormTest, MomentumZeroTakesTheBatchStatisticsAndOneKeepsTheOldOnes) {
@@ -402,7 +408,7 @@ TEST(BatchNormTest, RunningStatisticsMayBeRowsOfOneArray) {
   const Arguments a({6, 2, 3}, 100);
   const Dims d = dims_of(a.shape);
   Values mean = doubles(a.running_mean), var = doubles(a.running_var);
-  reference_update(doubles(a.x), d, 0.9, mean, var);
+  reference_update(doubles(a.x), d, 0.9, /*unbiased=*/true, mean, var);
   for (Context ctx : all_devices()) {
     SCOPED_TRACE(ctx.str());
     std::vector<float> packed = a.running_mean;
