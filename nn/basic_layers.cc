@@ -27,8 +27,8 @@ void check_activation(const std::string& layer, const std::string& activation) {
 }
 
 Dense::Dense(int units, std::string activation, int in_units, bool use_bias,
-             init::InitializerPtr weight_init, init::InitializerPtr bias_init)
-    : Block("dense"), units_(units), activation_(std::move(activation)) {
+             init::InitializerPtr weight_init, init::InitializerPtr bias_init, bool flatten)
+    : Block("dense"), units_(units), activation_(std::move(activation)), flatten_(flatten) {
   TAGFLOW_CHECK(units > 0 && in_units >= 0,
                 "Dense: expected units > 0 and in_units >= 0 (0: inferred), got {} and {}", units,
                 in_units);
@@ -39,8 +39,11 @@ Dense::Dense(int units, std::string activation, int in_units, bool use_bias,
 
 NDArray Dense::forward(const NDArray& x) {
   TAGFLOW_CHECK(x.defined() && x.ndim() >= 1, "{}: expected an input with a batch axis", name());
-  const std::int64_t batch = x.shape()[0];
-  const std::int64_t features = batch == 0 ? 0 : x.size() / batch;
+  // Flattening: (batch, features...) as (batch, features); otherwise every
+  // axis but the last is a batch axis.
+  const std::int64_t features =
+      flatten_ ? (x.shape()[0] == 0 ? 0 : x.size() / x.shape()[0]) : x.shape()[x.ndim() - 1];
+  const std::int64_t batch = flatten_ ? x.shape()[0] : (features == 0 ? 0 : x.size() / features);
   if (weight_->shape()[1] == 0) weight_->infer_shape(Shape{units_, features});
   TAGFLOW_CHECK(weight_->shape()[1] == features,
                 "{}: expected {} input features, got {} (input shape ({}))", name(),
@@ -50,7 +53,11 @@ NDArray Dense::forward(const NDArray& x) {
   NDArray y = dot(amp::to_compute_dtype(x).reshape({batch, features}),
                   amp::to_compute_dtype(weight_->data(ctx)), false, true);
   if (bias_ != nullptr) y = y + amp::to_compute_dtype(bias_->data(ctx));
-  return activate(y, activation_);
+  y = activate(y, activation_);
+  if (flatten_ || x.ndim() == 2) return y;
+  Shape out = x.shape();
+  out[out.ndim() - 1] = units_;
+  return y.reshape(out);
 }
 
 namespace {
@@ -90,8 +97,12 @@ Dropout::Dropout(double rate) : Block("dropout"), rate_(rate) {
 
 NDArray Dropout::forward(const NDArray& x) { return dropout(x, rate_, autograd::is_training()); }
 
-BatchNorm::BatchNorm(double momentum, double epsilon, bool center, bool scale, int in_channels)
-    : Block("batchnorm"), momentum_(momentum), epsilon_(epsilon) {
+BatchNorm::BatchNorm(double momentum, double epsilon, bool center, bool scale, int in_channels,
+                     bool unbiased_running_var)
+    : Block("batchnorm"),
+      momentum_(momentum),
+      epsilon_(epsilon),
+      unbiased_running_var_(unbiased_running_var) {
   TAGFLOW_CHECK(momentum >= 0 && momentum <= 1 && epsilon > 0 && in_channels >= 0,
                 "BatchNorm: expected momentum in [0, 1], epsilon > 0 and in_channels >= 0 (0: "
                 "inferred), got {}, {} and {}",
@@ -120,7 +131,10 @@ NDArray BatchNorm::forward(const NDArray& x) {
   const Context ctx = x.context();
   return batch_norm(x, gamma_->data(ctx), beta_->data(ctx), running_mean_->data(ctx),
                     running_var_->data(ctx),
-                    {.eps = epsilon_, .momentum = momentum_, .training = autograd::is_training()});
+                    {.eps = epsilon_,
+                     .momentum = momentum_,
+                     .training = autograd::is_training(),
+                     .unbiased_running_var = unbiased_running_var_});
 }
 
 }  // namespace tagflow::nn

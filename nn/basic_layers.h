@@ -35,9 +35,11 @@ void check_activation(const std::string& layer, const std::string& activation);
 /// MXNet's Dense does. W has shape (units, in_units).
 class Dense : public Block {
  public:
+  /// With `flatten = false` the layer maps the last axis only, as MXNet's
+  /// Dense(flatten=False): (..., in_units) -> (..., units).
   explicit Dense(int units, std::string activation = "", int in_units = 0, bool use_bias = true,
                  init::InitializerPtr weight_init = nullptr,
-                 init::InitializerPtr bias_init = init::Zero());
+                 init::InitializerPtr bias_init = init::Zero(), bool flatten = true);
   NDArray forward(const NDArray& x) override;
   /// "Dense(784 -> 256, Activation(relu))", "None" for in_units not yet known.
   std::string describe() const override;
@@ -47,6 +49,7 @@ class Dense : public Block {
  private:
   int units_;
   std::string activation_;
+  bool flatten_;
   ParameterPtr weight_;
   ParameterPtr bias_;  ///< null without a bias
 };
@@ -88,10 +91,13 @@ class Dropout : public Block {
 /// running statistics running_mean (zeros) and running_var (ones), which
 /// are not learned (GradReq::kNull) but saved with the others. Without
 /// `center` beta stays 0, without `scale` gamma stays 1 (not learned).
+/// The running variance follows the unbiased batch variance (PyTorch's
+/// rule), or the biased one with `unbiased_running_var = false` (MXNet's,
+/// which Python's gluon.nn.BatchNorm uses): ops/batch_norm.h.
 class BatchNorm : public Block {
  public:
   explicit BatchNorm(double momentum = 0.9, double epsilon = 1e-5, bool center = true,
-                     bool scale = true, int in_channels = 0);
+                     bool scale = true, int in_channels = 0, bool unbiased_running_var = true);
   NDArray forward(const NDArray& x) override;
   std::string describe() const override;
   const ParameterPtr& gamma() const { return gamma_; }
@@ -102,6 +108,7 @@ class BatchNorm : public Block {
  private:
   double momentum_;
   double epsilon_;
+  bool unbiased_running_var_;
   ParameterPtr gamma_;
   ParameterPtr beta_;
   ParameterPtr running_mean_;

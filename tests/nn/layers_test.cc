@@ -48,6 +48,45 @@ TEST(LayersTest, DenseInfersItsInputSizeAndMatchesAPlainLoop) {
   EXPECT_THROW((void)dense(zeros({2, 7})), Error);  // 7 features, the weight wants 10
 }
 
+TEST(LayersTest, DenseWithoutFlatteningMapsTheLastAxisAndItsGradientsSumOverTheOthers) {
+  random::seed(2);
+  for (Context ctx : {cpu(0), gpu(0)}) {
+    SCOPED_TRACE(ctx.str());
+    nn::Dense dense(3, "", 0, true, nullptr, init::Normal(0.5), /*flatten=*/false);
+    dense.initialize(init::Xavier(), {ctx});
+    const std::vector<float> x = values(2 * 4 * 5, 1.f);  // (2, 4, 5): 8 rows of 5 features
+    const NDArray input = array(x, {2, 4, 5}, ctx);
+    NDArray y;
+    {
+      auto recording = autograd::record();
+      y = dense(input);
+    }
+    ASSERT_EQ(y.shape(), (Shape{2, 4, 3}));
+    ASSERT_EQ(dense.weight()->shape(), (Shape{3, 5}));
+    y.backward();  // the gradient of sum(y)
+    const std::vector<float> w = dense.weight()->data(ctx).to_vector<float>();
+    const std::vector<float> b = dense.bias()->data(ctx).to_vector<float>();
+    const std::vector<float> got = y.to_vector<float>();
+    const std::vector<float> dw = dense.weight()->grad(ctx).to_vector<float>();
+    const std::vector<float> db = dense.bias()->grad(ctx).to_vector<float>();
+    for (std::size_t u = 0; u < 3; ++u) {
+      for (std::size_t row = 0; row < 8; ++row) {
+        double total = b[u];
+        for (std::size_t f = 0; f < 5; ++f) total += double{x[row * 5 + f]} * w[u * 5 + f];
+        EXPECT_NEAR(got[row * 3 + u], total, 1e-5) << row << ", " << u;
+      }
+      for (std::size_t f = 0; f < 5; ++f) {
+        double column = 0;  // d sum(y) / dW[u][f]: feature f summed over the rows
+        for (std::size_t row = 0; row < 8; ++row) column += x[row * 5 + f];
+        EXPECT_NEAR(dw[u * 5 + f], column, 1e-5) << u << ", " << f;
+      }
+      EXPECT_EQ(db[u], 8.f) << u;
+    }
+    EXPECT_EQ(dense(array(values(5, 1.f), {5}, ctx)).shape(), (Shape{3}));  // one row
+    EXPECT_THROW((void)dense(zeros({2, 4}, DType::kFloat32, ctx)), Error);  // 4 features, not 5
+  }
+}
+
 /// The number in a block's name ("dense12" gives 12).
 int number_of(const std::string& name) {
   return std::stoi(name.substr(name.find_first_of("0123456789")));
@@ -353,6 +392,15 @@ TEST(LayersTest, BatchNormUsesBatchStatisticsWhileTrainingAndRunningOnesAfter) {
     }
     EXPECT_EQ(norm.running_mean()->data().to_vector<float>(), running_mean);
     EXPECT_EQ(norm.running_mean()->grad_req(), GradReq::kNull);
+    // MXNet's rule: the running variance follows the biased batch variance.
+    nn::BatchNorm mxnet_rule(0.9, 1e-5, true, true, 0, /*unbiased_running_var=*/false);
+    mxnet_rule.initialize(init::Xavier(), {ctx});
+    {
+      auto recording = autograd::record();
+      (void)mxnet_rule(input);
+    }
+    const std::vector<float> biased = mxnet_rule.running_var()->data().to_vector<float>();
+    for (std::size_t c = 0; c < 2; ++c) EXPECT_NEAR(biased[c], 0.9 + 0.1 * var[c], 1e-6) << ctx;
     EXPECT_THROW((void)norm(zeros({3, 5, 2, 2}, DType::kFloat32, ctx)), Error);  // 5 channels
   }
   EXPECT_THROW(nn::BatchNorm(1.5), Error);
