@@ -81,6 +81,69 @@ NDArray Conv2D::forward(const NDArray& x) {
   return activate(y, activation_);
 }
 
+Conv1D::Conv1D(int channels, int kernel_size, std::string activation, Conv1DOptions options,
+               int in_channels, bool use_bias, init::InitializerPtr weight_init,
+               init::InitializerPtr bias_init)
+    : Block("conv"), activation_(std::move(activation)), options_(options) {
+  TAGFLOW_CHECK(channels > 0 && kernel_size > 0 && in_channels >= 0,
+                "Conv1D: expected channels > 0, a kernel_size > 0 and in_channels >= 0 (0: "
+                "inferred), got {}, {} and {}",
+                channels, kernel_size, in_channels);
+  TAGFLOW_CHECK(
+      options.groups > 0 && channels % options.groups == 0 && in_channels % options.groups == 0,
+      "Conv1D: expected groups > 0 dividing channels ({}) and in_channels ({}), got {}", channels,
+      in_channels, options.groups);
+  TAGFLOW_CHECK(options.stride > 0 && options.dilation > 0 && options.padding >= 0,
+                "Conv1D: expected stride and dilation > 0 and padding >= 0, got {}, {} and {}",
+                options.stride, options.dilation, options.padding);
+  check_activation("Conv1D", activation_);
+  weight_ = register_parameter("weight", Shape{channels, in_channels / options.groups, kernel_size},
+                               std::move(weight_init));
+  if (use_bias) bias_ = register_parameter("bias", Shape{channels}, std::move(bias_init));
+}
+
+NDArray Conv1D::forward(const NDArray& x) {
+  TAGFLOW_CHECK(x.defined() && x.ndim() == 3,
+                "{}: expected an input of shape (batch, channels, width), got {}", name(),
+                x.defined() ? "(" + x.shape().str() + ")" : "an undefined array");
+  const std::int64_t batch = x.shape()[0];
+  const std::int64_t in_channels = x.shape()[1];
+  const std::int64_t width = x.shape()[2];
+  TAGFLOW_CHECK(in_channels % options_.groups == 0,
+                "{}: expected input channels divisible by groups ({}), got {}", name(),
+                options_.groups, in_channels);
+  const Shape w = weight_->shape();
+  if (w[1] == 0) weight_->infer_shape(Shape{w[0], in_channels / options_.groups, w[2]});
+  TAGFLOW_CHECK(weight_->shape()[1] * options_.groups == in_channels,
+                "{}: expected {} input channels, got {} (input shape ({}))", name(),
+                weight_->shape()[1] * options_.groups, in_channels, x.shape().str());
+  const Context ctx = x.context();
+  const Shape& k = weight_->shape();
+  const Conv2DOptions as_2d{.stride = {1, options_.stride},
+                            .padding = {0, options_.padding},
+                            .dilation = {1, options_.dilation},
+                            .groups = options_.groups};
+  // In an autocast scope, in its dtype (Note [Mixed precision] in nn/amp.h).
+  NDArray y = conv2d(amp::to_compute_dtype(x).reshape({batch, in_channels, 1, width}),
+                     amp::to_compute_dtype(weight_->data(ctx)).reshape({k[0], k[1], 1, k[2]}),
+                     bias_ != nullptr ? amp::to_compute_dtype(bias_->data(ctx)) : NDArray(), as_2d);
+  y = y.reshape({batch, k[0], y.shape()[3]});
+  return activate(y, activation_);
+}
+
+std::string Conv1D::describe() const {
+  const Shape& w = weight_->shape();
+  const std::int64_t in_channels = w[1] * options_.groups;
+  std::string text = fmt::format("Conv1D({} -> {}, kernel_size=({},), stride=({},)",
+                                 in_channels == 0 ? "None" : std::to_string(in_channels), w[0],
+                                 w[2], options_.stride);
+  if (options_.padding != 0) text += fmt::format(", padding=({},)", options_.padding);
+  if (options_.dilation != 1) text += fmt::format(", dilation=({},)", options_.dilation);
+  if (options_.groups != 1) text += fmt::format(", groups={}", options_.groups);
+  if (!activation_.empty()) text += ", Activation(" + activation_ + ")";
+  return text + ")";
+}
+
 namespace {
 
 std::string pair(const std::array<int, 2>& v) { return fmt::format("({}, {})", v[0], v[1]); }

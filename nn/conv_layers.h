@@ -1,6 +1,6 @@
 #pragma once
 // The image layers: Conv2D, MaxPool2D, AvgPool2D, GlobalAvgPool2D,
-// GlobalMaxPool2D, on NCHW float32 input.
+// GlobalMaxPool2D, on NCHW float32 input; Conv1D on NCW sequences.
 // The tutorial's LeNet:
 //
 //   nn::Sequential net;
@@ -52,6 +52,40 @@ class Conv2D : public Block {
  private:
   std::string activation_;
   Conv2DOptions options_;
+  ParameterPtr weight_;
+  ParameterPtr bias_;  ///< null without a bias
+};
+
+/// Conv1D's stride, padding, dilation and groups, one number each.
+struct Conv1DOptions {
+  int stride = 1;
+  int padding = 0;  ///< zeros added on both sides
+  int dilation = 1;
+  int groups = 1;
+};
+
+/// y = activation(conv1d(x, weight, bias)) on (N, C, W) input, weight
+/// (channels, in_channels / groups, k), bias (channels), as Gluon's Conv1D:
+/// computed as conv2d over (N, C, 1, W) with a (1, k) kernel, the input and
+/// the weight seen through reshaped views (no copies). `in_channels` 0:
+/// inferred on the first call.
+///
+///   nn::Conv1D(16, 3, "relu", {.padding = 1})   // (N, C, W) -> (N, 16, W)
+class Conv1D : public Block {
+ public:
+  explicit Conv1D(int channels, int kernel_size, std::string activation = "",
+                  Conv1DOptions options = {}, int in_channels = 0, bool use_bias = true,
+                  init::InitializerPtr weight_init = nullptr,
+                  init::InitializerPtr bias_init = init::Zero());
+  NDArray forward(const NDArray& x) override;
+  /// "Conv1D(4 -> 16, kernel_size=(3,), stride=(1,), padding=(1,))".
+  std::string describe() const override;
+  const ParameterPtr& weight() const { return weight_; }
+  const ParameterPtr& bias() const { return bias_; }
+
+ private:
+  std::string activation_;
+  Conv1DOptions options_;
   ParameterPtr weight_;
   ParameterPtr bias_;  ///< null without a bias
 };

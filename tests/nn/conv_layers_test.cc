@@ -1,4 +1,4 @@
-// The image layers (Conv2D, MaxPool2D, AvgPool2D, the global poolings) against plain double
+// The image layers (Conv2D, Conv1D, MaxPool2D, AvgPool2D, the global poolings) against plain double
 // loops, the tutorial's LeNet on every device, and parameter files on
 // blocks: structural names, loading into a fresh network on another device,
 // and files that do not fit the network.
@@ -45,6 +45,8 @@ class TempDir {
   }
   std::filesystem::path path_;
 };
+
+std::vector<double> as_doubles(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
 /// conv2d of (N, C, H, W) with (O, C / groups, kh, kw), then relu, in double.
 std::vector<double> conv_relu_reference(const std::vector<float>& x, int n, int c, int h, int w,
@@ -103,6 +105,57 @@ TEST(ConvLayersTest, Conv2DInfersItsChannelsAndMatchesAPlainLoopOnEveryDevice) {
               }).find("expected 4 input channels, got 6"),
               std::string::npos);
   }
+}
+
+TEST(ConvLayersTest, Conv1DMatchesAPlainLoopAndItsGradientsReachItsOwnWeightShape) {
+  const nn::Conv1DOptions opt{.stride = 2, .padding = 1, .dilation = 2, .groups = 2};
+  const Conv2DOptions as_2d{.stride = {1, 2}, .padding = {0, 1}, .dilation = {1, 2}, .groups = 2};
+  const std::vector<float> x = random_floats(3 * 4 * 11, -1, 1);
+  for (Context ctx : all_devices()) {
+    SCOPED_TRACE(ctx.str());
+    random::seed(4);
+    nn::Conv1D conv(6, 3, "relu", opt, 0, true, nullptr, init::Normal(0.5));
+    conv.initialize(init::Normal(0.5), {ctx});
+    NDArray input = array(x, {3, 4, 11}, ctx);
+    input.attach_grad();
+    NDArray y;
+    {
+      auto recording = autograd::record();
+      y = conv(input);
+    }
+    ASSERT_EQ(conv.weight()->shape(), (Shape{6, 2, 3}));
+    ASSERT_EQ(y.shape(), (Shape{3, 6, 5}));
+    // A sequence is an image of height 1: the same loop, with kh = 1.
+    const std::vector<float> w = conv.weight()->data(ctx).to_vector<float>();
+    const std::vector<float> b = conv.bias()->data(ctx).to_vector<float>();
+    expect_close(y.to_vector<float>(), conv_relu_reference(x, 3, 4, 1, 11, w, 6, 1, 3, b, as_2d),
+                 1e-5, 1e-5, "Conv1D");
+    y.backward();
+    // The gradients against conv2d's on the same values seen as images.
+    NDArray image = array(x, {3, 4, 1, 11}, ctx);
+    NDArray weight_2d = array(w, {6, 2, 1, 3}, ctx);
+    NDArray bias = array(b, {6}, ctx);
+    for (NDArray* a : {&image, &weight_2d, &bias}) a->attach_grad();
+    {
+      auto recording = autograd::record();
+      NDArray y2 = relu(conv2d(image, weight_2d, bias, as_2d));
+      y2.backward();
+    }
+    expect_close(conv.weight()->grad(ctx).to_vector<float>(),
+                 as_doubles(weight_2d.grad().to_vector<float>()), 1e-6, 1e-6, "dweight");
+    expect_close(conv.bias()->grad(ctx).to_vector<float>(),
+                 as_doubles(bias.grad().to_vector<float>()), 1e-6, 1e-6, "dbias");
+    expect_close(input.grad().to_vector<float>(), as_doubles(image.grad().to_vector<float>()), 1e-6,
+                 1e-6, "dx");
+    EXPECT_NE(error_of([&] {
+                (void)conv(zeros({3, 4, 1, 11}, DType::kFloat32, ctx));
+              }).find("expected an input of shape (batch, channels, width)"),
+              std::string::npos);
+  }
+  EXPECT_EQ(nn::Conv1D(16, 3, "", {.padding = 1}, 4).describe(),
+            "Conv1D(4 -> 16, kernel_size=(3,), stride=(1,), padding=(1,))");
+  EXPECT_THROW(nn::Conv1D(4, 0), Error);
+  EXPECT_THROW(nn::Conv1D(4, 3, "", {.groups = 3}), Error);
 }
 
 /// Max (or mean over the whole window, padding counted as zeros) of each
