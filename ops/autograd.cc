@@ -65,19 +65,23 @@ std::vector<std::shared_ptr<GradNode>> consumers_first(const std::shared_ptr<Gra
   return {post_order.rbegin(), post_order.rend()};
 }
 
-}  // namespace
-
-void backward(const NDArray& head, const NDArray& head_grad, bool retain_graph) {
-  TAGFLOW_CHECK(head.defined(), "backward: the head is an empty array");
+/// Walks the graph from `head` (Note [The recorded graph] in autograd.h) and hands
+/// each leaf's gradient to `reach_leaf(node, gradient)`; frees the graph
+/// after unless `retain_graph`. `op` names the caller in the messages.
+template <typename ReachLeaf>
+void walk_back(const char* op, const NDArray& head, const NDArray& head_grad, bool retain_graph,
+               ReachLeaf&& reach_leaf) {
+  TAGFLOW_CHECK(head.defined(), "{}: the head is an empty array", op);
   const std::shared_ptr<GradNode>& root = head.grad_node();
   TAGFLOW_CHECK(root != nullptr,
-                "backward: the head has no recorded history: compute it inside "
-                "autograd::record() from arrays that called attach_grad()");
+                "{}: the head has no recorded history: compute it inside "
+                "autograd::record() from arrays that called attach_grad()",
+                op);
   NDArray seed = head_grad;
   if (seed.defined()) {
     TAGFLOW_CHECK(seed.shape() == head.shape() && seed.context() == head.context() &&
                       seed.dtype() == head.dtype(),
-                  "backward: expected a head gradient of shape ({}) {} on {}, got ({}) {} on {}",
+                  "{}: expected a head gradient of shape ({}) {} on {}, got ({}) {} on {}", op,
                   head.shape().str(), dtype_name(head.dtype()), head.context().str(),
                   seed.shape().str(), dtype_name(seed.dtype()), seed.context().str());
   } else {
@@ -93,17 +97,13 @@ void backward(const NDArray& head, const NDArray& head_grad, bool retain_graph) 
     const NDArray gradient = std::move(found->second);
     gradients.erase(found);
     if (is_leaf(*node)) {
-      if (node->req == GradReq::kAdd) {
-        node->grad += gradient;
-      } else {
-        gradient.copyto(node->grad);
-      }
+      reach_leaf(*node, gradient);
       continue;
     }
     TAGFLOW_CHECK(static_cast<bool>(node->backward),
-                  "backward: the graph through '{}' was freed by an earlier backward; pass "
+                  "{}: the graph through '{}' was freed by an earlier backward; pass "
                   "retain_graph = true to run backward twice",
-                  node->op);
+                  op, node->op);
     std::vector<NDArray> input_grads = node->backward(gradient);
     for (std::size_t i = 0; i < node->inputs.size() && i < input_grads.size(); ++i) {
       GradNode* input = node->inputs[i].get();
@@ -120,6 +120,46 @@ void backward(const NDArray& head, const NDArray& head_grad, bool retain_graph) 
       }
     }
   }
+}
+
+}  // namespace
+
+void backward(const NDArray& head, const NDArray& head_grad, bool retain_graph) {
+  walk_back("backward", head, head_grad, retain_graph, [](GradNode& leaf, const NDArray& gradient) {
+    if (leaf.req == GradReq::kAdd) {
+      leaf.grad += gradient;
+    } else {
+      gradient.copyto(leaf.grad);
+    }
+  });
+}
+
+std::vector<NDArray> grad(const NDArray& head, std::span<const NDArray> variables,
+                          const NDArray& head_grad, bool retain_graph) {
+  std::unordered_map<const GradNode*, std::size_t> wanted;
+  for (std::size_t i = 0; i < variables.size(); ++i) {
+    const NDArray& v = variables[i];
+    TAGFLOW_CHECK(v.defined() && v.grad_node() != nullptr && is_leaf(*v.grad_node()),
+                  "grad: expected variable {} to be marked by attach_grad() before the "
+                  "recording, got {}",
+                  i, v.defined() ? "an array that is not" : "an empty array");
+    wanted.emplace(v.grad_node().get(), i);
+  }
+  std::vector<NDArray> grads(variables.size());
+  walk_back("grad", head, head_grad, retain_graph,
+            [&](const GradNode& leaf, const NDArray& gradient) {
+              const auto found = wanted.find(&leaf);
+              if (found != wanted.end()) grads[found->second] = gradient;
+            });
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    if (grads[i].defined()) {
+      // A copy: a gradient may be a view of another array (an input's, passed through).
+      grads[i] = grads[i].copyto(grads[i].context());
+    } else {
+      grads[i] = zeros_like(variables[i]);
+    }
+  }
+  return grads;
 }
 
 }  // namespace autograd

@@ -33,6 +33,7 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "ops/ndarray.h"
@@ -66,6 +67,14 @@ bool is_training();
 /// on. `head_grad` defaults to ones of head's shape. The graph is freed
 /// afterwards unless `retain_graph`.
 void backward(const NDArray& head, const NDArray& head_grad = NDArray(), bool retain_graph = false);
+
+/// The gradients of `head` with respect to `variables` (arrays marked by
+/// attach_grad), returned, in order, instead of written: no leaf's grad()
+/// changes, `variables`' or any other's (MXNet's autograd.grad). A variable
+/// the head does not depend on gets zeros. Throws for a variable that was
+/// never marked, or marked again after the recording (a new leaf).
+std::vector<NDArray> grad(const NDArray& head, std::span<const NDArray> variables,
+                          const NDArray& head_grad = NDArray(), bool retain_graph = false);
 
 }  // namespace autograd
 

@@ -543,5 +543,45 @@ TEST(AutogradTest, FreedGraphsAndInPlaceOperatorsAreRefused) {
   EXPECT_THROW(z.backward(zeros({3})), Error);  // wrong head gradient shape
 }
 
+TEST(AutogradTest, GradReturnsTheGradientsAndLeavesEveryLeafsGradAlone) {
+  for (Context ctx : testing::all_devices()) {
+    SCOPED_TRACE(ctx.str());
+    NDArray x = array(std::vector<float>{1, 2, 3}, {3}, ctx);
+    NDArray w = array(std::vector<float>{0.5f, -1, 2}, {3}, ctx);
+    NDArray unused = array(std::vector<float>{7}, {1}, ctx);
+    for (NDArray* a : {&x, &w, &unused}) a->attach_grad(GradReq::kAdd);
+    ones_like(w).copyto(w.grad());  // w.grad() starts at a value of its own
+    NDArray y;
+    {
+      auto recording = autograd::record();
+      y = sum(x * x * w);  // dy/dx = 2 x w, dy/dw = x^2
+    }
+    const NDArray both[] = {x, unused};
+    const std::vector<NDArray> grads =
+        autograd::grad(y, both, full(y.shape(), 3, DType::kFloat32, ctx), true);
+    ASSERT_EQ(grads.size(), 2u);
+    EXPECT_EQ(grads[0].to_vector<float>(), (std::vector<float>{3, -12, 36}));  // 3 * 2 x w
+    EXPECT_EQ(grads[1].to_vector<float>(), (std::vector<float>{0}));           // not reached: zeros
+    EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{0, 0, 0}));
+    EXPECT_EQ(w.grad().to_vector<float>(), (std::vector<float>{1, 1, 1}));  // w was not asked
+    // The graph was retained: backward still writes (adds to) the grads.
+    y.backward();
+    EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{1, -4, 12}));
+    EXPECT_EQ(w.grad().to_vector<float>(), (std::vector<float>{2, 5, 10}));
+    // A head that is itself a leaf: its head gradient, copied.
+    const NDArray head_grad = array(std::vector<float>{4, 5, 6}, {3}, ctx);
+    const NDArray just_x[] = {x};
+    NDArray dx = autograd::grad(x, just_x, head_grad)[0];
+    EXPECT_EQ(dx.to_vector<float>(), (std::vector<float>{4, 5, 6}));
+    EXPECT_NE(dx.var(), head_grad.var());
+    const NDArray plain = array(std::vector<float>{1}, {1}, ctx);
+    const NDArray not_marked[] = {plain};
+    EXPECT_NE(testing::error_of([&] {
+                (void)autograd::grad(y, not_marked);
+              }).find("grad: expected variable 0 to be marked by attach_grad()"),
+              std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace tagflow
