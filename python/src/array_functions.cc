@@ -375,6 +375,7 @@ void bind_numpy(py::module_& m) {
 void bind_array_functions(py::module_& m) {
   py::module_ nd = m.def_submodule("nd", "The classic interface's functions (tagflow.nd).");
   bind_classic(nd);
+  bind_array_files(nd);
   py::module_ np = m.def_submodule("np", "The NumPy-style interface's functions (tagflow.np).");
   bind_numpy(np);
 }

@@ -8,6 +8,7 @@
 
 #include "array_support.h"
 #include "bindings.h"
+#include "gluon_support.h"
 
 namespace tagflow::python {
 namespace {
@@ -40,15 +41,13 @@ class ModeBlock {
   std::vector<std::unique_ptr<autograd::RecordScope>> scopes_;
 };
 
-void backward(const py::handle& heads, const py::handle& head_grads, bool retain_graph) {
+/// The heads as one: the head itself and its gradient, or for several heads
+/// sum_i <head_i, head_grad_i>, recorded as one head, so that each leaf
+/// receives the sum over the heads (a few operators: under the GIL).
+std::pair<NDArray, NDArray> one_head(const py::handle& heads, const py::handle& head_grads) {
   if (const NDArray* head = as_array(heads)) {
-    const NDArray grad = head_grads.is_none() ? NDArray() : head_grads.cast<const NDArray&>();
-    py::gil_scoped_release released;
-    autograd::backward(*head, grad, retain_graph);
-    return;
+    return {*head, head_grads.is_none() ? NDArray() : head_grads.cast<const NDArray&>()};
   }
-  // Several heads: the gradient of sum_i <head_i, head_grad_i>, recorded as
-  // one head, so that each leaf receives the sum over the heads.
   std::vector<NDArray> list;
   for (const py::handle item : heads.cast<py::sequence>())
     list.push_back(item.cast<const NDArray&>());
@@ -63,17 +62,41 @@ void backward(const py::handle& heads, const py::handle& head_grads, bool retain
     }
   }
   if (list.empty()) throw py::value_error("backward: no heads");
-  py::gil_scoped_release released;
   NDArray total;
-  {
-    const auto recording = autograd::record(autograd::is_training());
-    for (std::size_t i = 0; i < list.size(); ++i) {
-      const NDArray weighted = grads.empty() || !grads[i].defined() ? list[i] : list[i] * grads[i];
-      const NDArray term = sum(weighted);
-      total = total.defined() ? total + term : term;
-    }
+  const auto recording = autograd::record(autograd::is_training());
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const NDArray weighted = grads.empty() || !grads[i].defined() ? list[i] : list[i] * grads[i];
+    const NDArray term = sum(weighted);
+    total = total.defined() ? total + term : term;
   }
-  autograd::backward(total, NDArray(), retain_graph);
+  return {total, NDArray()};
+}
+
+void backward(const py::handle& heads, const py::handle& head_grads, bool retain_graph) {
+  const auto [head, grad] = one_head(heads, head_grads);
+  py::gil_scoped_release released;
+  autograd::backward(head, grad, retain_graph);
+}
+
+py::list grad(const py::handle& heads, const py::handle& variables, const py::handle& head_grads,
+              bool retain_graph) {
+  std::vector<NDArray> marked;
+  if (const NDArray* one = as_array(variables)) {
+    marked.push_back(*one);
+  } else {
+    for (const py::handle item : variables.cast<py::sequence>())
+      marked.push_back(item.cast<const NDArray&>());
+  }
+  const Flavor flavor = marked.empty() ? Flavor::kClassic : flavor_for(py::cast(marked[0]));
+  const auto [head, head_grad] = one_head(heads, head_grads);
+  std::vector<NDArray> grads;
+  {
+    py::gil_scoped_release released;
+    grads = autograd::grad(head, marked, head_grad, retain_graph);
+  }
+  py::list out;
+  for (NDArray& g : grads) out.append(wrap(std::move(g), flavor));
+  return out;
 }
 
 }  // namespace
@@ -103,6 +126,10 @@ void bind_autograd(py::module_& m) {
   autograd_module.def("backward", &backward, py::arg("heads"), py::arg("head_grads") = py::none(),
                       py::arg("retain_graph") = false,
                       "Gradients of the heads (an array or a list) with respect to every leaf.");
+  autograd_module.def("_grad", &grad, py::arg("heads"), py::arg("variables"),
+                      py::arg("head_grads") = py::none(), py::arg("retain_graph") = false,
+                      "The gradients of the heads with respect to `variables`, returned; no "
+                      "leaf's .grad changes.");
 }
 
 }  // namespace tagflow::python

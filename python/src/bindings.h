@@ -71,6 +71,8 @@ void bind_context(py::module_& m);
 void bind_arrays(py::module_& m);
 void bind_waits(py::module_& m);
 void bind_array_functions(py::module_& m);
+/// nd.save and nd.load, on the `nd` submodule (array_files.cc).
+void bind_array_files(py::module_& nd);
 void bind_autograd(py::module_& m);
 void bind_engine(py::module_& m);
 void bind_gluon(py::module_& m);

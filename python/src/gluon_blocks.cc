@@ -94,6 +94,18 @@ nn::Size2 size2_of(const py::handle& value) {
   return nn::Size2(pair[0], pair[1]);
 }
 
+/// One extent: an int or a tuple of one int, as Gluon's 1-D layers take it.
+int size1_of(const py::handle& value, const char* what) {
+  if (py::isinstance<py::int_>(value)) return value.cast<int>();
+  const auto one = value.cast<std::vector<int>>();
+  if (one.size() != 1) {
+    throw py::value_error(std::string("Conv1D: expected ") + what +
+                          " as an int or a tuple of one int, got " + std::to_string(one.size()) +
+                          " ints");
+  }
+  return one[0];
+}
+
 template <typename Layer>
 using LayerClass = py::class_<Layer, nn::Block, std::shared_ptr<Layer>>;
 
@@ -124,8 +136,23 @@ children and parameters as attributes, and defines forward().)doc")
           "Accepted for MXNet's code, with a warning (once): networks run as they are "
           "written.")
       .def_property_readonly("name", &nn::Block::name)
-      .def("collect_params", &nn::Block::collect_params,
-           "This block's parameters and its children's, in registration order.")
+      .def(
+          "collect_params",
+          [](const nn::Block& b, const py::handle& select) {
+            nn::ParameterDict all = b.collect_params();
+            if (select.is_none()) return all;
+            // MXNet's selection: Python's re.match of the pattern on each name.
+            const py::object pattern = py::module_::import("re").attr("compile")(select);
+            nn::ParameterDict chosen;
+            for (const nn::ParameterPtr& p : all) {
+              if (!pattern.attr("match")(p->name()).is_none()) chosen.add(p);
+            }
+            return chosen;
+          },
+          py::arg("select") = py::none(),
+          "This block's parameters and its children's, in registration order; with `select`, "
+          "those whose names the regular expression matches (from the start, as re.match: "
+          "'.*weight').")
       .def(
           "initialize",
           [](nn::Block& b, const py::handle& init, const py::handle& ctx, bool force_reinit) {
@@ -197,17 +224,19 @@ children and parameters as attributes, and defines forward().)doc")
       });
 
   LayerClass<nn::Dense>(m, "Dense", py::dynamic_attr())
-      .def(py::init([](int units, const py::handle& activation, bool use_bias, int in_units,
-                       const py::handle& weight_initializer, const py::handle& bias_initializer) {
+      // MXNet's order of the arguments.
+      .def(py::init([](int units, const py::handle& activation, bool use_bias, bool flatten,
+                       const py::handle& weight_initializer, const py::handle& bias_initializer,
+                       int in_units) {
              const std::string act = activation.is_none() ? "" : activation.cast<std::string>();
              auto bias_init = initializer_of(bias_initializer);
              return std::make_shared<nn::Dense>(units, act, in_units, use_bias,
                                                 initializer_of(weight_initializer),
-                                                bias_init ? bias_init : init::Zero());
+                                                bias_init ? bias_init : init::Zero(), flatten);
            }),
            py::arg("units"), py::arg("activation") = py::none(), py::arg("use_bias") = true,
-           py::arg("in_units") = 0, py::arg("weight_initializer") = py::none(),
-           py::arg("bias_initializer") = "zeros")
+           py::arg("flatten") = true, py::arg("weight_initializer") = py::none(),
+           py::arg("bias_initializer") = "zeros", py::arg("in_units") = 0)
       .def_property_readonly("weight", &nn::Dense::weight)
       .def_property_readonly("bias", &nn::Dense::bias);
 
@@ -235,6 +264,38 @@ children and parameters as attributes, and defines forward().)doc")
       .def_property_readonly("weight", &nn::Conv2D::weight)
       .def_property_readonly("bias", &nn::Conv2D::bias);
 
+  LayerClass<nn::Conv1D>(m, "Conv1D", py::dynamic_attr())
+      .def(py::init([](int channels, const py::handle& kernel_size, const py::handle& strides,
+                       const py::handle& padding, const py::handle& dilation, int groups,
+                       const std::string& layout, const py::handle& activation, bool use_bias,
+                       const py::handle& weight_initializer, const py::handle& bias_initializer,
+                       int in_channels) {
+             if (layout != "NCW") {
+               throw py::value_error(
+                   "Conv1D: only layout 'NCW' (batch, channels, width) is "
+                   "available, got '" +
+                   layout + "'");
+             }
+             const nn::Conv1DOptions options{.stride = size1_of(strides, "strides"),
+                                             .padding = size1_of(padding, "padding"),
+                                             .dilation = size1_of(dilation, "dilation"),
+                                             .groups = groups};
+             const std::string act = activation.is_none() ? "" : activation.cast<std::string>();
+             auto bias_init = initializer_of(bias_initializer);
+             return std::make_shared<nn::Conv1D>(channels, size1_of(kernel_size, "kernel_size"),
+                                                 act, options, in_channels, use_bias,
+                                                 initializer_of(weight_initializer),
+                                                 bias_init ? bias_init : init::Zero());
+           }),
+           // MXNet's order of the arguments.
+           py::arg("channels"), py::arg("kernel_size"), py::arg("strides") = 1,
+           py::arg("padding") = 0, py::arg("dilation") = 1, py::arg("groups") = 1,
+           py::arg("layout") = "NCW", py::arg("activation") = py::none(),
+           py::arg("use_bias") = true, py::arg("weight_initializer") = py::none(),
+           py::arg("bias_initializer") = "zeros", py::arg("in_channels") = 0)
+      .def_property_readonly("weight", &nn::Conv1D::weight)
+      .def_property_readonly("bias", &nn::Conv1D::bias);
+
   LayerClass<nn::MaxPool2D>(m, "MaxPool2D", py::dynamic_attr())
       .def(py::init([](const py::handle& pool_size, const py::handle& strides,
                        const py::handle& padding) {
@@ -261,9 +322,13 @@ children and parameters as attributes, and defines forward().)doc")
   LayerClass<nn::Dropout>(m, "Dropout", py::dynamic_attr())
       .def(py::init<double>(), py::arg("rate"));
   LayerClass<nn::BatchNorm>(m, "BatchNorm", py::dynamic_attr())
-      .def(py::init<double, double, bool, bool, int>(), py::arg("momentum") = 0.9,
-           py::arg("epsilon") = 1e-5, py::arg("center") = true, py::arg("scale") = true,
-           py::arg("in_channels") = 0)
+      // MXNet's rule for the running variance: the biased batch variance.
+      .def(py::init([](double momentum, double epsilon, bool center, bool scale, int in_channels) {
+             return std::make_shared<nn::BatchNorm>(momentum, epsilon, center, scale, in_channels,
+                                                    /*unbiased_running_var=*/false);
+           }),
+           py::arg("momentum") = 0.9, py::arg("epsilon") = 1e-5, py::arg("center") = true,
+           py::arg("scale") = true, py::arg("in_channels") = 0)
       .def_property_readonly("gamma", &nn::BatchNorm::gamma)
       .def_property_readonly("beta", &nn::BatchNorm::beta)
       .def_property_readonly("running_mean", &nn::BatchNorm::running_mean)

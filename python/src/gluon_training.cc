@@ -18,11 +18,30 @@
 namespace tagflow::python {
 namespace {
 
+/// `sample_weight` as one value per sample, (batch): MXNet multiplies the
+/// loss's elements by it before their mean over the sample, which is the
+/// per-sample mean times the weight when the weight has one value per
+/// sample, (batch) or (batch, 1, ...). Element-wise weights are refused.
+NDArray per_sample_weight(const char* loss, const NDArray& sample_weight, std::int64_t batch) {
+  const Shape& s = sample_weight.shape();
+  bool per_sample = s.ndim() >= 1 && s[0] == batch;
+  for (int axis = 1; axis < s.ndim(); ++axis) per_sample = per_sample && s[axis] == 1;
+  if (!per_sample) {
+    throw py::value_error(
+        std::string(loss) + ": expected sample_weight with one value per sample, of shape (" +
+        std::to_string(batch) + ") or (" + std::to_string(batch) + ", 1, ...), got (" + s.str() +
+        "); element-wise weights are not available here");
+  }
+  return sample_weight.reshape({batch});
+}
+
 template <typename Loss>
 class PythonLoss {
  public:
-  PythonLoss(Loss loss, double weight) : loss_(std::move(loss)), weight_(weight) {}
-  py::object operator()(const NDArray& pred, const NDArray& label) const {
+  PythonLoss(Loss loss, double weight, const char* name)
+      : loss_(std::move(loss)), weight_(weight), name_(name) {}
+  py::object operator()(const NDArray& pred, const NDArray& label,
+                        const std::optional<NDArray>& sample_weight) const {
     const Flavor flavor = flavor_for(py::cast(pred));
     NDArray out;
     {
@@ -30,12 +49,14 @@ class PythonLoss {
       out = loss_(pred, label);
       if (weight_ != 1.0) out = out * weight_;
     }
+    if (sample_weight) out = out * per_sample_weight(name_, *sample_weight, out.shape()[0]);
     return wrap(std::move(out), flavor);
   }
 
  private:
   Loss loss_;
   double weight_;
+  const char* name_;
 };
 
 /// Refuses what MXNet's losses take and these do not compute, instead of
@@ -87,27 +108,31 @@ void bind_gluon_training(py::module_& m) {
                    "SoftmaxCrossEntropyLoss: from_logits=True (log-probabilities given) is not "
                    "supported: give the scores");
              }
-             return SoftmaxLoss(nn::SoftmaxCrossEntropyLoss(sparse_label), weight_of(weight));
+             return SoftmaxLoss(nn::SoftmaxCrossEntropyLoss(sparse_label), weight_of(weight),
+                                "SoftmaxCrossEntropyLoss");
            }),
            py::arg("axis") = -1, py::arg("sparse_label") = true, py::arg("from_logits") = false,
            py::arg("weight") = py::none(), py::arg("batch_axis") = 0)
-      .def("__call__", &SoftmaxLoss::operator(), py::arg("pred"), py::arg("label"));
+      .def("__call__", &SoftmaxLoss::operator(), py::arg("pred"), py::arg("label"),
+           py::arg("sample_weight") = py::none());
   using L2 = PythonLoss<nn::L2Loss>;
   py::class_<L2>(loss, "L2Loss")
       .def(py::init([](const py::handle& weight, int batch_axis) {
              check_loss_options("L2Loss", batch_axis, weight);
-             return L2(nn::L2Loss(), weight_of(weight));
+             return L2(nn::L2Loss(), weight_of(weight), "L2Loss");
            }),
            py::arg("weight") = 1.0, py::arg("batch_axis") = 0)
-      .def("__call__", &L2::operator(), py::arg("pred"), py::arg("label"));
+      .def("__call__", &L2::operator(), py::arg("pred"), py::arg("label"),
+           py::arg("sample_weight") = py::none());
   using L1 = PythonLoss<nn::L1Loss>;
   py::class_<L1>(loss, "L1Loss")
       .def(py::init([](const py::handle& weight, int batch_axis) {
              check_loss_options("L1Loss", batch_axis, weight);
-             return L1(nn::L1Loss(), weight_of(weight));
+             return L1(nn::L1Loss(), weight_of(weight), "L1Loss");
            }),
            py::arg("weight") = py::none(), py::arg("batch_axis") = 0)
-      .def("__call__", &L1::operator(), py::arg("pred"), py::arg("label"));
+      .def("__call__", &L1::operator(), py::arg("pred"), py::arg("label"),
+           py::arg("sample_weight") = py::none());
 
   py::class_<nn::Trainer>(m, "Trainer", R"doc(
 Applies an optimizer ('sgd', 'nag', 'adam') to a network's parameters, summing

@@ -4,14 +4,16 @@ mxnet_cases/cases.py on tagflow, against what MXNet 1.9.1 computed for them
 
 Schedules, computed in Python floats by both, agree to 1e-12. The rest
 starts from float32 arrays, which MXNet reduces in float32 (its pick, log and
-sum) and tagflow in float32 or float64: sums of at most 36 terms of float32
-rounding (2^-24 each), and weights trained for six steps of such sums, agree
-to 1e-5 relative."""
+sum) and tagflow in float32 or float64: sums of at most 100 terms of float32
+rounding (2^-24 each, so 100 * 6e-8 = 6e-6 at worst), and weights trained by
+at most 30 steps of gradient descent whose rate keeps each step's error from
+growing (the losses fall), agree to 1e-5 relative."""
 
 import json
 import math
 import pathlib
-import warnings
+import subprocess
+import sys
 
 import numpy as onp
 import pytest
@@ -73,6 +75,12 @@ def test_what_is_refused_says_so():
                                                [mx.nd.ones((4, 3))])
     with pytest.raises(ValueError, match="strictly positive"):
         mx.lr_scheduler.CosineScheduler(max_update=0)
+    with pytest.raises(ValueError, match="one value per sample, of shape \\(2\\)"):
+        mx.gluon.loss.L2Loss()(mx.nd.ones((2, 3)), mx.nd.ones((2, 3)), mx.nd.ones((2, 3)))
+    with pytest.raises(ValueError, match="only layout 'NCW'"):
+        mx.gluon.nn.Conv1D(2, 3, layout="NWC")
+    with pytest.raises(TypeError, match="a list of NDArray"):
+        mx.nd.save("unused", [mx.nd.ones(2), 3])
 
 
 def test_randint_draws_in_range_from_the_seeded_generator():
@@ -99,12 +107,15 @@ def test_the_numpy_interface_keeps_int64_indices():
 
 
 def test_what_has_no_effect_says_so_once_and_what_is_unknown_is_refused(tmp_path):
-    net = mx.gluon.nn.Dense(2)
-    with pytest.warns(UserWarning, match="hybridize\\(\\) has no effect"):
-        net.hybridize(static_alloc=True, static_shape=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        net.hybridize()  # said once
+    # Said once per process (a case may have called hybridize already): in a fresh one.
+    once = subprocess.run(
+        [sys.executable, "-W", "always", "-c",
+         "import tagflow as mx\n"
+         "net = mx.gluon.nn.Dense(2)\n"
+         "net.hybridize(static_alloc=True, static_shape=True)\n"
+         "net.hybridize()\n"],
+        capture_output=True, text=True, timeout=120, check=True)
+    assert once.stderr.count("hybridize() has no effect") == 1, once.stderr
     with pytest.warns(UserWarning, match="aggregate_stats, profile_all change nothing"):
         mx.profiler.set_config(profile_all=True, aggregate_stats=True,
                                filename=str(tmp_path / "p.json"))
@@ -177,9 +188,12 @@ def test_indexing_on_any_axis_keeps_the_interface_and_refuses_what_it_lacks():
     assert x[0:2, 3].asnumpy().tolist() == [3.0, 7.0]
     x[:, 0] = 9
     assert x.asnumpy()[:, 0].tolist() == [9.0, 9.0, 9.0]
-    with pytest.raises(IndexError, match="step"):
-        x[:, ::2]
+    assert isinstance(x[:, ::2], mx.np.ndarray) and isinstance(x[None], mx.np.ndarray)
+    with pytest.raises(IndexError, match="negative step"):
+        x[:, ::-1]
     with pytest.raises(IndexError, match="too many indices"):
         x[:, 1, 2]
-    with pytest.raises(IndexError, match="None"):
-        x[:, None]
+    with pytest.raises(IndexError, match="advanced \\(array or list\\) indices"):
+        x[[0, 2]]
+    with pytest.raises(IndexError, match="a single ellipsis"):
+        x[..., 1, ...]

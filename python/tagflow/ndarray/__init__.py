@@ -10,8 +10,9 @@ Arrays print as MXNet's do::
 
 from .._core import NDArray  # noqa: F401
 from .._core.nd import (  # noqa: F401
-    abs, add, arange, array, batch_dot, clip, concat, divide, dot, empty, exp, from_dlpack, full, log,
-    log_softmax, matmul, max, maximum, mean, min, minimum, multiply, negative, norm, one_hot,
+    abs, add, arange, array, batch_dot, clip, concat, divide, dot, empty, exp, from_dlpack, full, load,
+    log, log_softmax, matmul, max, maximum, mean, min, minimum, multiply, negative, norm, one_hot,
+    save,
     to_dlpack_for_read, to_dlpack_for_write,
     ones, ones_like, power, relu, sigmoid, softmax, sqrt, square, subtract, sum, tanh,
     transpose, waitall, where, zeros, zeros_like,

@@ -3,7 +3,7 @@
 import collections
 
 from ..._core.gluon import (  # noqa: F401
-    Activation, AvgPool2D, BatchNorm, Conv2D, Dense, Dropout, Flatten, GlobalAvgPool2D,
+    Activation, AvgPool2D, BatchNorm, Conv1D, Conv2D, Dense, Dropout, Flatten, GlobalAvgPool2D,
     GlobalMaxPool2D, MaxPool2D,
 )
 from ..._core.gluon import Sequential as _CoreSequential
