@@ -10,27 +10,66 @@
 #include "nn/io/safetensors.h"
 #include "ops/creation.h"
 #include "ops/elementwise.h"
-#include "ops/optimizer_update.h"
 #include "ops/reduce.h"
 #include "tagflow/version.h"
 
 namespace tagflow::nn {
 
-Trainer::Trainer(ParameterDict params, std::string optimizer, TrainerOptions options,
+OptimizerPtr make_optimizer(const std::string& name, const TrainerOptions& o) {
+  TAGFLOW_CHECK(o.weight_decay >= 0, "Trainer: expected a weight decay >= 0, got {}",
+                o.weight_decay);
+  TAGFLOW_CHECK(!o.nesterov || ((name == "sgd" || name == "nag") && o.momentum > 0),
+                "Trainer: Nesterov needs sgd with momentum > 0, got {} with momentum {}", name,
+                o.momentum);
+  const SgdParams sgd_params{.momentum = o.momentum,
+                             .weight_decay = o.weight_decay,
+                             .clip_gradient = o.clip_gradient,
+                             .nesterov = o.nesterov};
+  const AdamParams adam_params{.beta1 = o.beta1,
+                               .beta2 = o.beta2,
+                               .epsilon = o.epsilon,
+                               .weight_decay = o.weight_decay,
+                               .clip_gradient = o.clip_gradient};
+  if (name == "sgd") return sgd(sgd_params);
+  if (name == "nag") return o.momentum > 0 ? nag(sgd_params) : sgd(sgd_params);
+  if (name == "adam") return adam(adam_params);
+  if (name == "adamw") return adamw(adam_params);
+  detail::throw_error(
+      "Trainer: unknown optimizer \"{}\"; expected \"sgd\", \"nag\", \"adam\" or \"adamw\" (or an "
+      "nn::Optimizer object)",
+      name);
+}
+
+Trainer::Trainer(ParameterDict params, const std::string& optimizer, TrainerOptions options,
+                 std::shared_ptr<dist::GradientAggregator> aggregator)
+    : Trainer(Made{}, std::move(params), make_optimizer(optimizer, options), options,
+              std::move(aggregator)) {}
+
+Trainer::Trainer(ParameterDict params, OptimizerPtr optimizer, TrainerOptions options,
+                 std::shared_ptr<dist::GradientAggregator> aggregator)
+    : Trainer(Made{}, std::move(params), std::move(optimizer), options, std::move(aggregator)) {
+  const TrainerOptions defaults;
+  TAGFLOW_CHECK(options_.momentum == defaults.momentum && options_.nesterov == defaults.nesterov &&
+                    options_.weight_decay == defaults.weight_decay &&
+                    options_.beta1 == defaults.beta1 && options_.beta2 == defaults.beta2 &&
+                    options_.epsilon == defaults.epsilon &&
+                    options_.clip_gradient == defaults.clip_gradient,
+                "Trainer: with an optimizer object ({}), momentum, nesterov, weight_decay, beta1, "
+                "beta2, epsilon and clip_gradient are the object's: leave them unset in "
+                "TrainerOptions",
+                optimizer_->name());
+}
+
+Trainer::Trainer(Made, ParameterDict params, OptimizerPtr optimizer, TrainerOptions options,
                  std::shared_ptr<dist::GradientAggregator> aggregator)
     : params_(std::move(params)),
       optimizer_(std::move(optimizer)),
-      options_(options),
+      options_(std::move(options)),
       aggregator_(aggregator != nullptr ? std::move(aggregator) : dist::make_local_aggregator()),
       scaler_(options_.loss_scale) {
-  TAGFLOW_CHECK(optimizer_ == "sgd" || optimizer_ == "adam",
-                "Trainer: unknown optimizer \"{}\"; expected \"sgd\" or \"adam\"", optimizer_);
-  TAGFLOW_CHECK(options_.learning_rate >= 0 && options_.weight_decay >= 0,
-                "Trainer: expected a learning rate and weight decay >= 0, got {} and {}",
-                options_.learning_rate, options_.weight_decay);
-  TAGFLOW_CHECK(!options_.nesterov || (optimizer_ == "sgd" && options_.momentum > 0),
-                "Trainer: Nesterov needs sgd with momentum > 0, got {} with momentum {}",
-                optimizer_, options_.momentum);
+  TAGFLOW_CHECK(optimizer_ != nullptr, "Trainer: expected an optimizer, got null");
+  TAGFLOW_CHECK(options_.learning_rate >= 0, "Trainer: expected a learning rate >= 0, got {}",
+                options_.learning_rate);
   TAGFLOW_CHECK(options_.clip_global_norm == -1 || options_.clip_global_norm > 0,
                 "Trainer: expected clip_global_norm > 0 (or -1: none), got {}",
                 options_.clip_global_norm);
@@ -161,26 +200,11 @@ void Trainer::update(std::int64_t batch_size) {
     const std::vector<NDArray>& weights = p->list_data();
     const std::vector<NDArray> grads = p->list_grad();
     for (std::size_t d = 0; d < weights.size(); ++d) {
-      if (optimizer_ == "sgd") {
-        sgd_update(weights[d], grads[d], states[d].first,
-                   {.learning_rate = rate,
-                    .momentum = options_.momentum,
-                    .weight_decay = options_.weight_decay,
-                    .rescale_grad = rescale,
-                    .clip_gradient = options_.clip_gradient,
-                    .nesterov = options_.nesterov},
-                   skip_on(weights[d].context()));
-      } else {
-        adam_update(weights[d], grads[d], states[d].first, states[d].second,
-                    {.learning_rate = rate,
-                     .beta1 = options_.beta1,
-                     .beta2 = options_.beta2,
-                     .epsilon = options_.epsilon,
-                     .weight_decay = options_.weight_decay,
-                     .rescale_grad = rescale,
-                     .clip_gradient = options_.clip_gradient},
-                    steps_, skip_on(weights[d].context()));
-      }
+      optimizer_->update(weights[d], grads[d], states[d],
+                         {.learning_rate = rate,
+                          .rescale_grad = rescale,
+                          .t = steps_,
+                          .skip_if = skip_on(weights[d].context())});
     }
   }
   if (overflow.defined()) scaler_.update(overflow);
@@ -216,19 +240,22 @@ void Trainer::make_states() {
     const std::vector<NDArray>& weights = p->list_data();
     if (states.size() == weights.size()) continue;
     states.clear();
+    const std::size_t count = optimizer_->state_names().size();
     for (const NDArray& w : weights) {
-      states.emplace_back(zeros_like(w.detach()), zeros_like(w.detach()));
+      std::vector<NDArray>& state = states.emplace_back();
+      for (std::size_t i = 0; i < count; ++i) state.push_back(zeros_like(w.detach()));
     }
   }
 }
 
 // Note [Trainer state]
 // A trainer's state is what its updates depend on besides the parameters:
-// per learned parameter, sgd's momentum or Adam's first and second moments
-// (the copies on a parameter's devices are equal, so the first device's
-// copy is saved and loaded onto all), the number of updates made (Adam's
-// bias correction and the schedule's position) and the base rate. The file
-// names each tensor "<index>.<m or v>" by the parameter's place in the
+// per learned parameter, the optimiser's state arrays (sgd's momentum "m",
+// Adam's first and second moments "m" and "v"; the copies on a parameter's
+// devices are equal, so the first device's copy is saved and loaded onto
+// all), the number of updates made (Adam's bias correction and the
+// schedule's position) and the base rate. The file names each tensor
+// "<index>.<state name>" by the parameter's place in the
 // trainer's list (names such as "dense0_weight" depend on how many blocks
 // the process made before, so they are kept for messages only), and its
 // metadata holds the optimizer, the update count, the base rate (as %.17g:
@@ -263,9 +290,10 @@ void Trainer::save_states(const std::filesystem::path& path,
     const auto& states = states_[index];
     names.push_back(p->name());
     if (p->grad_req() != GradReq::kNull) {
-      const std::string prefix = fmt::format("{}.", index);
-      tensors.emplace_back(prefix + "m", states[0].first);
-      if (optimizer_ == "adam") tensors.emplace_back(prefix + "v", states[0].second);
+      std::size_t i = 0;
+      for (const std::string& part : optimizer_->state_names()) {
+        tensors.emplace_back(fmt::format("{}.{}", index, part), states[0][i++]);
+      }
     }
     ++index;
   }
@@ -276,7 +304,7 @@ void Trainer::save_states(const std::filesystem::path& path,
     tensors.emplace_back(kAmpTensors[2], scaler_.skipped_updates());
   }
   std::map<std::string, std::string> all = metadata;
-  all[kOptimizerKey] = optimizer_;
+  all[kOptimizerKey] = optimizer_->name();
   all[kUpdatesKey] = std::to_string(steps_);
   all[kRateKey] = fmt::format("{:.17g}", options_.learning_rate);
   all[kParametersKey] = std::to_string(params_.size());
@@ -296,9 +324,9 @@ std::map<std::string, std::string> Trainer::load_states(const std::filesystem::p
     }
     return it->second;
   };
-  if (field(kOptimizerKey) != optimizer_) {
+  if (field(kOptimizerKey) != optimizer_->name()) {
     throw io::FileError(path, fmt::format("the state of a {} trainer, this one is {}",
-                                          field(kOptimizerKey), optimizer_));
+                                          field(kOptimizerKey), optimizer_->name()));
   }
   if (field(kParametersKey) != std::to_string(params_.size())) {
     const auto names = metadata.find(kNamesKey);
@@ -332,8 +360,9 @@ std::map<std::string, std::string> Trainer::load_states(const std::filesystem::p
     auto& states = states_[index];
     if (p->grad_req() != GradReq::kNull) {
       const std::string prefix = fmt::format("{}.", index);
-      for (const char* part : {"m", "v"}) {
-        if (part[0] == 'v' && optimizer_ != "adam") continue;
+      std::size_t part_index = 0;
+      for (const std::string& part : optimizer_->state_names()) {
+        const std::size_t i = part_index++;
         const auto it = loaded.find(prefix + part);
         if (it == loaded.end()) {
           throw io::FileError(path, fmt::format("no tensor \"{}{}\"", prefix, part));
@@ -346,9 +375,7 @@ std::map<std::string, std::string> Trainer::load_states(const std::filesystem::p
                                 it->second.shape().str()));
         }
         ++used_tensors;
-        for (auto& state : states) {
-          assignments.emplace_back(part[0] == 'm' ? &state.first : &state.second, it->second);
-        }
+        for (auto& state : states) assignments.emplace_back(&state[i], it->second);
       }
     }
     ++index;

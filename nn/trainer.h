@@ -5,6 +5,12 @@
 //   ... forward and backward on a batch ...
 //   trainer.step(batch_size);   // gradients are divided by the batch size
 //
+// The optimiser is named with its options in TrainerOptions ("sgd", "nag",
+// "adam", "adamw"), or given as an object (nn/optimizer.h), the library's or
+// your own:
+//
+//   nn::Trainer trainer(net.collect_params(), nn::adam({.beta1 = 0.8}), {.learning_rate = 1e-3});
+//
 // A parameter on several devices has its gradients summed over them by a
 // dist::GradientAggregator (high-priority engine operations, pushed last layer
 // first: Note [Aggregating as gradients become ready]), and every copy
@@ -65,19 +71,22 @@
 #include "nn/amp.h"
 #include "nn/dist/gradient_aggregator.h"
 #include "nn/lr_schedule.h"
+#include "nn/optimizer.h"
 #include "nn/parameter.h"
 
 namespace tagflow::nn {
 
 struct TrainerOptions {
   double learning_rate = 0.01;  ///< the base rate, which `schedule` varies
-  double momentum = 0;          ///< sgd
-  bool nesterov = false;        ///< sgd with momentum: Nesterov's accelerated gradient
-  double weight_decay = 0;      ///< sgd and adam: L2 penalty
-  double beta1 = 0.9;           ///< adam
-  double beta2 = 0.999;         ///< adam
-  double epsilon = 1e-8;        ///< adam
-  double clip_gradient = -1;    ///< > 0: each gradient element clipped to ±clip_gradient
+  // The options of an optimiser named by a string (an optimiser object
+  // holds its own: these must then keep their defaults).
+  double momentum = 0;        ///< sgd, nag
+  bool nesterov = false;      ///< sgd with momentum: Nesterov's accelerated gradient
+  double weight_decay = 0;    ///< sgd and adam: L2 penalty; adamw: decoupled decay
+  double beta1 = 0.9;         ///< adam, adamw
+  double beta2 = 0.999;       ///< adam, adamw
+  double epsilon = 1e-8;      ///< adam, adamw
+  double clip_gradient = -1;  ///< > 0: each gradient element clipped to ±clip_gradient
   /// > 0: the gradients (divided by the batch size) scaled down together
   /// when their global L2 norm exceeds it (Note [Clipping by the global norm]).
   double clip_global_norm = -1;
@@ -88,12 +97,23 @@ struct TrainerOptions {
   amp::LossScaleOptions loss_scale;
 };
 
+/// The optimiser of that name with the options of `options` for it: "sgd",
+/// "nag" (sgd with Nesterov's momentum; plain sgd without momentum, as
+/// MXNet's NAG), "adam", "adamw". Throws for another name, listing these.
+OptimizerPtr make_optimizer(const std::string& name, const TrainerOptions& options);
+
 class Trainer {
  public:
-  /// `optimizer`: "sgd" (with momentum and weight decay) or "adam". Throws
-  /// for another name. `aggregator` sums gradients over devices (null: the
-  /// local one, dist::make_local_aggregator()).
-  Trainer(ParameterDict params, std::string optimizer, TrainerOptions options = {},
+  /// `optimizer`: "sgd" (with momentum and weight decay), "nag" (sgd with
+  /// Nesterov's momentum), "adam" or "adamw", with the options `options`
+  /// holds for it (make_optimizer). Throws for another name. `aggregator`
+  /// sums gradients over devices (null: the local one,
+  /// dist::make_local_aggregator()).
+  Trainer(ParameterDict params, const std::string& optimizer, TrainerOptions options = {},
+          std::shared_ptr<dist::GradientAggregator> aggregator = nullptr);
+  /// With an optimiser object (nn/optimizer.h); `options`' optimiser fields
+  /// must keep their defaults (throws otherwise: they would be ignored).
+  Trainer(ParameterDict params, OptimizerPtr optimizer, TrainerOptions options = {},
           std::shared_ptr<dist::GradientAggregator> aggregator = nullptr);
 
   /// One update of every parameter that has a gradient, from the gradients
@@ -162,13 +182,20 @@ class Trainer {
   /// Updates made so far: the schedule's position (Note [Learning-rate schedules]).
   std::int64_t updates() const { return steps_; }
   const TrainerOptions& options() const { return options_; }
-  const std::string& optimizer() const { return optimizer_; }
+  /// The optimiser's name ("sgd", "adam", ...), as its state files say.
+  std::string optimizer() const { return optimizer_->name(); }
+  const Optimizer& optimizer_object() const { return *optimizer_; }
   /// With clip_global_norm: the global norm of the last update's gradients
   /// (divided by the batch size) before clipping, a (1) array on the first
   /// parameter's first device, computed there without waiting; else undefined.
   const NDArray& last_global_norm() const { return last_global_norm_; }
 
  private:
+  /// The constructors' common part, once the optimiser is made.
+  struct Made {};
+  Trainer(Made, ParameterDict params, OptimizerPtr optimizer, TrainerOptions options,
+          std::shared_ptr<dist::GradientAggregator> aggregator);
+
   void check_initialized() const;
   /// Makes the copies of every running-state parameter their mean (Note
   /// [Running state across devices]).
@@ -183,16 +210,17 @@ class Trainer {
   Context scaling_home() const;
 
   ParameterDict params_;
-  std::string optimizer_;
+  OptimizerPtr optimizer_;
   TrainerOptions options_;
   std::shared_ptr<dist::GradientAggregator> aggregator_;
   /// allreduce_grads() ran since the last update().
   bool aggregated_ = false;
   bool broadcast_done_ = false;
   std::int64_t steps_ = 0;
-  /// Optimiser state per parameter and device: momentum (sgd), or the first
-  /// and second moments (adam). Made on the first step.
-  std::vector<std::vector<std::pair<NDArray, NDArray>>> states_;
+  /// Optimiser state per parameter and device, the arrays the optimiser's
+  /// state_names() name: momentum (sgd), the first and second moments
+  /// (adam). Made on the first step.
+  std::vector<std::vector<std::vector<NDArray>>> states_;
   NDArray last_global_norm_;
   amp::LossScaler scaler_;
 };

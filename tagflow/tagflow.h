@@ -83,6 +83,7 @@
 #include "nn/initializer.h"
 #include "nn/loss.h"
 #include "nn/lr_schedule.h"
+#include "nn/optimizer.h"
 #include "nn/parameter.h"
 #include "nn/split.h"
 #include "nn/trainer.h"

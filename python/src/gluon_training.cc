@@ -156,12 +156,8 @@ the gradients of the copies on several devices first, as gluon.Trainer.)doc")
                  options.*(known->second) = value.cast<double>();
                }
              }
-             // MXNet's 'nag': SGD whose step looks ahead along the momentum
-             // (without momentum, plain SGD).
-             if (optimizer == "nag") {
-               options.nesterov = options.momentum > 0;
-               return std::make_unique<nn::Trainer>(params, "sgd", options);
-             }
+             // 'nag' as MXNet's: SGD whose step looks ahead along the
+             // momentum (without momentum, plain SGD): nn::make_optimizer.
              return std::make_unique<nn::Trainer>(params, optimizer, options);
            }),
            py::arg("params"), py::arg("optimizer"), py::arg("optimizer_params") = py::none(),
