@@ -14,7 +14,7 @@ add_library(tagflow_warnings INTERFACE)
 # 17.5 to 23.6 on `chain` (10 invocations of 3 runs, alternating).
 # Every tagflow target is built so, including the operators, which push
 # operations the same way; a program that pushes many operations itself
-# gains the same from the same option (README, Embedding tagflow).
+# gains the same from the same option (README.md, "Embedding tagflow").
 # Sanitizer builds measure nothing and keep the default.
 if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64"
    AND NOT TAGFLOW_SANITIZE)

@@ -21,7 +21,7 @@ constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
 
 /// Figures from NVIDIA's datasheets (dense, without sparsity); the launch
 /// and link latencies and pageable bandwidths are this profile's assumptions
-/// (README, "Modelled GPUs").
+/// (docs/gpus.md, "Modelled GPUs").
 DeviceModel h100_sxm() {
   DeviceModel m;
   m.name = "h100-sxm";

@@ -186,7 +186,7 @@ TEST(ScheduleTest, PctFindsAPlantedOrderingBugThatRandomPicksMiss) {
     random += planted_bug_shows(fmt::format("random:{}", seed), kChain) ? 1 : 0;
   }
   push_order += planted_bug_shows("none", kChain) ? 1 : 0;
-  // Fixed by the seeds (the README quotes them: 24 and 0 of 400): PCT
+  // Fixed by the seeds (docs/schedules.md quotes them: 24 and 0 of 400): PCT
   // delays `early` past the chain when its priority is below the chain's
   // 13 or the change point lowers it; random picks would have to pass over
   // it 13 times running, one chance in 2^13.

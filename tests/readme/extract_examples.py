@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Writes every C++ example and shell block of the README as a program, and a CMake list of them.
+"""Writes every C++ example and shell block of the README and of docs/ as a program, and a CMake
+list of them.
 
-Usage: extract_examples.py README.md OUTPUT_DIR
+Usage: extract_examples.py OUTPUT_DIR PAGE.md...
 
 A ```cpp block is a whole program as printed, or (when the line before it
-says so) the body of `main`; the README states which (the marker is an HTML
+says so) the body of `main`; the page states which (the marker is an HTML
 comment, so it does not show on the rendered page):
 
   <!-- example: body -->                 the body of main(), after
@@ -16,8 +17,9 @@ comment, so it does not show on the rendered page):
 
 Options combine with commas. A block without a marker must be a whole
 program, or only #include lines (given an empty main). Writes
-OUTPUT_DIR/readme_example_<line>.cc and OUTPUT_DIR/examples.cmake, one
-`tagflow_readme_example(<name> <file> <run: ON|OFF> [ENV...])` per block.
+OUTPUT_DIR/<page>_example_<line>.cc and OUTPUT_DIR/examples.cmake, one
+`tagflow_readme_example(<name> <file> <run: ON|OFF> [ENV...])` per block,
+where <page> is `readme` for README.md and `docs_<name>` for docs/<name>.md.
 
 A ```sh block runs as a bash script in a scratch directory where `build`
 names the build tree, so that its `build/tools/tagflow ...` lines run as
@@ -32,7 +34,7 @@ semicolons:
   <!-- shell: run; env NAME=VALUE -->       run with that environment
   <!-- shell: run; needs mpi -->            only in a build with MPI
 
-Writes OUTPUT_DIR/readme_shell_<line>.sh and, in examples.cmake, one
+Writes OUTPUT_DIR/<page>_shell_<line>.sh and, in examples.cmake, one
 `tagflow_readme_shell(<name> <file> <needs> [ENV...])` per block run.
 """
 
@@ -43,7 +45,7 @@ import sys
 MARKER = re.compile(r"^<!--\s*example:\s*(.*?)\s*-->\s*$")
 SHELL_MARKER = re.compile(r"^<!--\s*shell:\s*(.*?)\s*-->\s*$")
 SHELL_PREAMBLE = """#!/usr/bin/env bash
-# README.md line {line}, written by tests/readme/extract_examples.py.
+# {page} line {line}, written by tests/readme/extract_examples.py.
 # Usage: bash {name}.sh BUILD_DIR
 set -euo pipefail
 build_dir=$(cd "$1" && pwd)
@@ -130,8 +132,8 @@ def shell_script(readme, line, code, marker):
     for old, _ in subs:
         if not any(old in t for t in code):
             fail(readme, line - 1, f"sub '{old}' matches no line of the block")
-    name = f"readme_shell_{line}"
-    return SHELL_PREAMBLE.format(line=line, name=name) + "\n".join(body) + "\n", needs, env
+    name = f"{page_name(readme)}_shell_{line}"
+    return SHELL_PREAMBLE.format(page=pathlib.Path(readme).name, line=line, name=name) + "\n".join(body) + "\n", needs, env
 
 
 def program(readme, line, code, options):
@@ -147,11 +149,19 @@ def program(readme, line, code, options):
          "<!-- example: body --> and say in the text that it is a main body")
 
 
-def main():
-    readme, out = sys.argv[1], pathlib.Path(sys.argv[2])
-    out.mkdir(parents=True, exist_ok=True)
+def page_name(page):
+    """The prefix of a page's programs: readme, or docs_<name> for docs/<name>.md."""
+    path = pathlib.Path(page)
+    if path.name == "README.md":
+        return "readme"
+    return "docs_" + path.stem.replace("-", "_")
+
+
+def page_entries(page, out):
+    """Writes a page's programs and scripts into `out`; returns its lines of examples.cmake."""
+    prefix = page_name(page)
     entries = []
-    for line, code, options in examples(readme):
+    for line, code, options in examples(page):
         run = "ON"
         env = []
         for option in options:
@@ -162,27 +172,38 @@ def main():
             elif option.startswith("env ") and "=" in option:
                 env.append(option[4:].strip())
             else:
-                fail(readme, line - 1, f"unknown example option '{option}'")
-        name = f"readme_example_{line}"
+                fail(page, line - 1, f"unknown example option '{option}'")
+        name = f"{prefix}_example_{line}"
         source = out / f"{name}.cc"
-        text = program(readme, line, code, options)
+        text = program(page, line, code, options)
         if not source.exists() or source.read_text(encoding="utf-8") != text:
             source.write_text(text, encoding="utf-8")
         entries.append(f"tagflow_readme_example({name} {source} {run} {' '.join(env)})")
-    if not entries:
-        fail(readme, 1, "no C++ example found")
-    for line, code, marker in shell_blocks(readme):
-        made = shell_script(readme, line, code, marker)
+    for line, code, marker in shell_blocks(page):
+        made = shell_script(page, line, code, marker)
         if made is None:
             continue
         text, needs, env = made
-        name = f"readme_shell_{line}"
+        name = f"{prefix}_shell_{line}"
         script = out / f"{name}.sh"
         if not script.exists() or script.read_text(encoding="utf-8") != text:
             script.write_text(text, encoding="utf-8")
         entries.append(f"tagflow_readme_shell({name} {script} {needs} {' '.join(env)})")
-    (out / "examples.cmake").write_text("\n".join(entries) + "\n", encoding="utf-8")
+    return entries
 
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit("usage: extract_examples.py OUTPUT_DIR PAGE.md...")
+    out = pathlib.Path(sys.argv[1])
+    pages = sys.argv[2:]
+    out.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for page in pages:
+        entries += page_entries(page, out)
+    if not any(e.startswith("tagflow_readme_example(") for e in entries):
+        fail(pages[0], 1, "no C++ example found")
+    (out / "examples.cmake").write_text("\n".join(entries) + "\n", encoding="utf-8")
 
 if __name__ == "__main__":
     main()
