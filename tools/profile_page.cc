@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <fstream>
 #include <map>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -350,9 +351,12 @@ std::string profile_page(const profiler::Trace& trace, const ProfileSummary& sum
                       index_of_seq);
   out += "</section>\n<script type=\"application/json\" id=\"tagflow-data\">";
   out += script_safe(data.dump(-1, ' ', false, json::error_handler_t::replace));
-  out += "</script>\n<script>\n";
-  out += assets::profile_page_js();
-  out += "</script>\n</body></html>\n";
+  out += "</script>\n<script>\n(function () {\n\"use strict\";\n";
+  for (std::string_view part : {assets::profile_page_data_js(), assets::profile_page_drawing_js(),
+                                assets::profile_page_interaction_js()}) {
+    out += part;
+  }
+  out += "})();\n</script>\n</body></html>\n";
   return out;
 }
 

@@ -7,6 +7,10 @@
 namespace tagflow::tools::assets {
 
 std::string_view profile_page_css();
-std::string_view profile_page_js();
+// The script's three parts, joined in this order inside one function scope
+// (tools/profile_page/data.js says what each holds).
+std::string_view profile_page_data_js();
+std::string_view profile_page_drawing_js();
+std::string_view profile_page_interaction_js();
 
 }  // namespace tagflow::tools::assets
