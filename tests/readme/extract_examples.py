@@ -96,7 +96,7 @@ def shell_blocks(readme):
         yield start + 1, code, marker
 
 
-def shell_script(readme, line, code, marker):
+def shell_script(readme, line, code, marker, name):
     """The script of a marked block, its needs and environment; None if not run."""
     if marker is None:
         fail(readme, line - 1, "a ```sh block without a marker: say <!-- shell: run --> (with "
@@ -132,8 +132,8 @@ def shell_script(readme, line, code, marker):
     for old, _ in subs:
         if not any(old in t for t in code):
             fail(readme, line - 1, f"sub '{old}' matches no line of the block")
-    name = f"{page_name(readme)}_shell_{line}"
-    return SHELL_PREAMBLE.format(page=pathlib.Path(readme).name, line=line, name=name) + "\n".join(body) + "\n", needs, env
+    preamble = SHELL_PREAMBLE.format(page=pathlib.Path(readme).name, line=line, name=name)
+    return preamble + "\n".join(body) + "\n", needs, env
 
 
 def program(readme, line, code, options):
@@ -180,11 +180,11 @@ def page_entries(page, out):
             source.write_text(text, encoding="utf-8")
         entries.append(f"tagflow_readme_example({name} {source} {run} {' '.join(env)})")
     for line, code, marker in shell_blocks(page):
-        made = shell_script(page, line, code, marker)
+        name = f"{prefix}_shell_{line}"
+        made = shell_script(page, line, code, marker, name)
         if made is None:
             continue
         text, needs, env = made
-        name = f"{prefix}_shell_{line}"
         script = out / f"{name}.sh"
         if not script.exists() or script.read_text(encoding="utf-8") != text:
             script.write_text(text, encoding="utf-8")
@@ -201,6 +201,11 @@ def main():
     entries = []
     for page in pages:
         entries += page_entries(page, out)
+    # A block that moved or went leaves no program behind; the others keep their times.
+    written = {e.split()[1] for e in entries}
+    for stale in list(out.glob("*.cc")) + list(out.glob("*.sh")):
+        if str(stale) not in written:
+            stale.unlink()
     if not any(e.startswith("tagflow_readme_example(") for e in entries):
         fail(pages[0], 1, "no C++ example found")
     (out / "examples.cmake").write_text("\n".join(entries) + "\n", encoding="utf-8")
